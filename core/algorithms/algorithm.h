@@ -1,0 +1,78 @@
+// Algorithms: a training-time communication policy built from primitives, with hooks where Bagua has
+// them. The trainer calls, on each rank and each iteration:
+//
+//   before_forward        (Bagua: forward pre-hook; e.g. decentralized starts averaging weights)
+//   on_bucket_ready(b)    during backward, as soon as every gradient of bucket b is final
+//                         (Bagua: the bucket's operations; gradient_allreduce queues its allreduce on
+//                         the communication stream, so it overlaps the backward pass of earlier layers)
+//   after_backward        (Bagua: post-backward hook; e.g. wait for the communication stream)
+//   apply_update          (the optimizer step; algorithms that own their update override it)
+//   after_update          (Bagua: post-optimizer-step hook)
+//
+// and once: init (tensors to buckets, sub-groups, state) and finish (drain background work).
+//
+// Buckets: consecutive layers in backward order packed up to a byte budget (Bagua's default 10 MiB);
+// as layers are contiguous in the flat parameter vector, a bucket is a contiguous range too.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/compress/compressor.h"
+#include "core/context.h"
+#include "core/models/model.h"
+#include "core/optim/optimizer.h"
+#include "core/registry.h"
+
+namespace bagua {
+
+struct Bucket {
+  int index = 0;            // communication order: bucket 0 holds the last layers
+  size_t offset = 0;        // first parameter in the flat vector
+  size_t count = 0;         // parameters
+  std::vector<int> layers;  // forward indices of its layers, in backward order
+};
+
+// Packs layers, last first, into buckets of at most `budget` bytes of float32 (a layer larger than the
+// budget gets a bucket of its own; a budget of 0 gives one bucket per layer).
+std::vector<Bucket> make_buckets(const std::vector<Layer>& layers, Bytes budget);
+
+// One rank's training state, as algorithms see it.
+struct TrainState {
+  RankContext& ctx;
+  Model& model;
+  Optimizer& optimizer;
+  BufferView weights;           // flat parameters (meta for profile workloads)
+  BufferView grads;             // flat gradients, same layout
+  std::vector<Bucket> buckets;  // made by the trainer from the bucket budget
+  Stream& comm;                 // this rank's communication stream
+  int64_t step = 0;             // the current iteration, from 0
+
+  BufferView weights_of(const Bucket& b) const { return weights.slice(b.offset, b.count); }
+  BufferView grads_of(const Bucket& b) const { return grads.slice(b.offset, b.count); }
+};
+
+class Algorithm {
+ public:
+  virtual ~Algorithm() = default;
+  virtual std::string name() const = 0;
+  // Throws ConfigError when the world (its size, its hosts) cannot run this algorithm.
+  virtual void init(TrainState& s) {}
+  virtual void before_forward(TrainState& s) {}
+  virtual void on_bucket_ready(TrainState& s, const Bucket& b) {}
+  virtual void after_backward(TrainState& s) {}
+  virtual void apply_update(TrainState& s) { s.optimizer.step(s.weights, s.grads); }
+  virtual void after_update(TrainState& s) {}
+  virtual void finish(TrainState& s) {}
+};
+
+struct AlgorithmDeps {
+  const CompressorRegistry& compressors;
+  const OptimizerRegistry& optimizers;
+};
+using AlgorithmRegistry = Registry<Algorithm, const AlgorithmDeps&>;
+void register_algorithms(AlgorithmRegistry& registry);
+
+}  // namespace bagua

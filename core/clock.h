@@ -1,0 +1,33 @@
+// The per-rank Clock: `now()` and `compute(work)`.
+//
+// On the simulator, compute(work) advances the calling stream's virtual time by a device model:
+//   duration + max(flops / peak flops, memory bytes / memory bandwidth)     (a roofline)
+// On a real runtime, modelled arithmetic (flops, memory) costs nothing extra — the arithmetic really
+// happened — while a profiled `duration` is emulated for real, so that profile workloads of large models
+// put real compute gaps between real communication.
+#pragma once
+
+#include "core/units.h"
+
+namespace bagua {
+
+struct Work {
+  double flops = 0;        // floating-point operations of real or modelled arithmetic
+  Bytes memory{0};         // bytes through device memory
+  Time duration{};         // a profiled duration, charged as is (and emulated on real runtimes)
+
+  Work operator+(const Work& o) const { return {flops + o.flops, memory + o.memory, duration + o.duration}; }
+  bool empty() const { return flops == 0 && memory.count() == 0 && duration == Time::zero(); }
+};
+
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  virtual Time now() const = 0;
+  // Charge `work` to the calling stream; returns the time it was charged (simulator: modelled time).
+  virtual Time compute(const Work& work) = 0;
+  // Let `d` pass on the calling stream without using the device.
+  virtual void sleep(Time d) = 0;
+};
+
+}  // namespace bagua

@@ -1,0 +1,68 @@
+// The per-rank Transport: everything a rank's algorithm code may do with the network.
+//
+// Terms:
+//   rank, size   this rank's index in its group and the group's size
+//   host         the physical host a rank runs on (ranks on one host share fast intra-host links)
+//   tag          names one operation (a collective on one bucket, say); messages between the same pair of
+//                ranks, in the same group, with the same tag are matched in the order they were posted
+//   request      the handle of a non-blocking send or receive, with SimGrid's life cycle:
+//                start (isend/irecv), test, wait; a blocking call is start + wait
+//   subgroup     a Transport over a subset of ranks, numbered by position in the list given
+//
+// A send of a meta buffer moves no data but costs its full size. A receive must name exactly as many
+// bytes as the matching send carries. Implementations are safe to call from two streams of one rank
+// (the compute stream and the communication stream) at once.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "core/buffer.h"
+
+namespace bagua {
+
+using Tag = uint32_t;
+
+class Request {
+ public:
+  virtual ~Request() = default;
+  virtual bool test() = 0;  // has the operation completed? never blocks
+  virtual void wait() = 0;  // block the calling stream until it has
+};
+using RequestPtr = std::unique_ptr<Request>;
+
+void wait_all(std::span<RequestPtr> requests);
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // Host index of `rank` of this group (equal hosts share intra-host links).
+  virtual int host_of(int rank) const = 0;
+
+  virtual RequestPtr isend(const BufferView& data, int dst, Tag tag) = 0;
+  virtual RequestPtr irecv(const BufferView& data, int src, Tag tag) = 0;
+
+  // A transport over `ranks` (this group's numbering, containing this rank, no repeats); this rank's new
+  // number is its position in the list. Every member calls it with the same list; non-members do not.
+  virtual std::unique_ptr<Transport> subgroup(std::span<const int> ranks) = 0;
+
+  void send(const BufferView& data, int dst, Tag tag) { isend(data, dst, tag)->wait(); }
+  void recv(const BufferView& data, int src, Tag tag) { irecv(data, src, tag)->wait(); }
+  // Send to `dst` and receive from `src` concurrently (the step of every ring algorithm).
+  void sendrecv(const BufferView& out, int dst, const BufferView& in, int src, Tag tag);
+};
+
+// Ranks of this group grouped by host, in host order, and this rank's host peers.
+struct HostLayout {
+  std::vector<std::vector<int>> hosts;  // hosts[h] = ranks on host h, ascending
+  int my_host = 0;                      // index into hosts
+  int local_rank = 0;                   // position of this rank within hosts[my_host]
+  bool uniform() const;                 // every host has the same number of ranks
+};
+HostLayout host_layout(const Transport& t);
+
+}  // namespace bagua

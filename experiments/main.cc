@@ -1,0 +1,2 @@
+// The `bagua` command line (placeholder until experiments/ lands).
+int main() { return 0; }

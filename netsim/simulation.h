@@ -1,0 +1,102 @@
+// The simulator's public face: a cluster description and a Simulation that runs one function per rank,
+// each as a cooperative fiber, on a discrete-event engine with a flow-level network model.
+//
+// This header is the contract with the composition root (experiments/); everything else in netsim/ is
+// internal to it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/context.h"
+#include "core/units.h"
+
+namespace bagua::netsim {
+
+struct LinkSpec {
+  Bandwidth bandwidth;
+  Time latency;
+};
+
+// A device (GPU) model for Clock::compute: duration + max(flops / peak_flops, memory / memory_bandwidth).
+struct DeviceSpec {
+  double peak_flops = 0;       // FLOP/s
+  Bandwidth memory_bandwidth;  // device memory
+};
+
+enum class TopologyKind : uint8_t { kStar, kLeafSpine };
+std::string to_string(TopologyKind k);
+
+// Named model factors, all 1 (or unlimited) by default so that the uncalibrated model is exactly the
+// alpha-beta closed form; calibration is explicit.
+struct ModelFactors {
+  double bandwidth_efficiency = 1.0;  // a flow gets at most this fraction of each link's bandwidth
+  double latency_factor = 1.0;        // route latency is multiplied by this
+  Bandwidth flow_window_cap = Bandwidth::infinite();  // per-flow rate cap (e.g. TCP window / RTT)
+};
+
+struct ClusterSpec {
+  int hosts = 1;
+  int devices_per_host = 1;
+  LinkSpec intra_host;  // device <-> host fabric, one full-duplex link per device (NVLink-like)
+  LinkSpec nic;         // host <-> its switch, one full-duplex link per host
+  TopologyKind topology = TopologyKind::kStar;
+  // Leaf-spine only: hosts per leaf switch, and leaf <-> spine links (one full-duplex link per leaf,
+  // whose bandwidth is hosts_per_leaf * nic bandwidth / oversubscription unless given).
+  int hosts_per_leaf = 0;
+  double oversubscription = 1.0;
+  LinkSpec spine;
+  DeviceSpec device;
+  ModelFactors factors;
+
+  int world_size() const { return hosts * devices_per_host; }
+};
+
+struct SimOptions {
+  bool trace = false;  // record a Chrome trace-event timeline
+};
+
+// Per-rank totals over the whole run.
+struct RankStats {
+  Time compute;    // charged by Clock::compute on any stream
+  Time busy_comm;  // time with at least one of this rank's flows or messages in flight
+};
+
+struct LinkStats {
+  std::string name;    // e.g. "host3.nic.up"
+  Bytes carried;
+  double utilization;  // carried / (bandwidth * simulated time)
+};
+
+class Simulation {
+ public:
+  Simulation(ClusterSpec spec, SimOptions options = {});
+  ~Simulation();
+  Simulation(const Simulation&) = delete;
+  Simulation& operator=(const Simulation&) = delete;
+
+  // Runs `body` on every rank (rank r on host r / devices_per_host) until every one returns; returns
+  // the simulated time at which the last finished. An exception thrown by any rank stops the run and
+  // is rethrown here (the first one, by simulated time); a deadlock (ranks blocked, nothing scheduled)
+  // throws InternalError naming the blocked ranks and what they wait for.
+  Time run(const std::function<void(RankContext&)>& body);
+
+  const ClusterSpec& spec() const { return spec_; }
+  std::vector<RankStats> rank_stats() const;
+  std::vector<LinkStats> link_stats() const;
+  // The timeline recorded when options.trace was set, in the Chrome trace-event format (Perfetto).
+  void write_trace(std::ostream& out) const;
+  // Number of events processed (for the simulator-speed benchmark).
+  uint64_t events_processed() const;
+
+ private:
+  struct Impl;
+  ClusterSpec spec_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace bagua::netsim

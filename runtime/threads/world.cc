@@ -1,0 +1,72 @@
+#include "runtime/threads/world.h"
+
+#include <exception>
+#include <mutex>
+#include <numeric>
+#include <thread>
+#include <vector>
+
+#include "core/check.h"
+#include "runtime/common/real_clock.h"
+#include "runtime/common/thread_stream.h"
+#include "runtime/threads/transport.h"
+
+namespace bagua::runtime::threads {
+
+namespace {
+
+class ThreadsContext final : public RankContext {
+ public:
+  ThreadsContext(std::unique_ptr<Transport> transport, RealClock clock)
+      : transport_(std::move(transport)), clock_(clock) {}
+  Transport& transport() override { return *transport_; }
+  Clock& clock() override { return clock_; }
+  std::unique_ptr<Stream> make_stream(std::string name) override {
+    return std::make_unique<ThreadStream>(std::move(name));
+  }
+  EventPtr make_event() override { return std::make_shared<ThreadEvent>(); }
+
+ private:
+  std::unique_ptr<Transport> transport_;
+  RealClock clock_;
+};
+
+}  // namespace
+
+ThreadsWorld::ThreadsWorld(int ranks, int ranks_per_host) : ranks_(ranks), ranks_per_host_(ranks_per_host) {
+  if (ranks < 1) throw ConfigError("threads world: ranks must be >= 1, got " + std::to_string(ranks));
+  if (ranks_per_host < 1)
+    throw ConfigError("threads world: ranks_per_host must be >= 1, got " + std::to_string(ranks_per_host));
+}
+
+void ThreadsWorld::run(const std::function<void(RankContext&)>& body) {
+  auto mailbox = std::make_shared<Mailbox>();
+  std::vector<int> members(static_cast<size_t>(ranks_));
+  std::iota(members.begin(), members.end(), 0);
+  std::vector<int> hosts(members.size());
+  for (size_t r = 0; r < hosts.size(); ++r) hosts[r] = static_cast<int>(r) / ranks_per_host_;
+  const RealClock clock;
+
+  std::mutex mu;
+  std::exception_ptr first_error;
+  std::vector<std::thread> threads;
+  threads.reserve(members.size());
+  for (int r = 0; r < ranks_; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        ThreadsContext ctx(std::make_unique<ThreadsTransport>(mailbox, 0, members, hosts, r), clock);
+        body(ctx);
+      } catch (...) {
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          if (!first_error) first_error = std::current_exception();
+        }
+        mailbox->abort("aborted: rank " + std::to_string(r) + " failed");
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  if (first_error) std::rethrow_exception(first_error);
+}
+
+}  // namespace bagua::runtime::threads
