@@ -50,6 +50,10 @@ class Transport {
   // number is its position in the list. Every member calls it with the same list; non-members do not.
   virtual std::unique_ptr<Transport> subgroup(std::span<const int> ranks) = 0;
 
+  // The backend's own allreduce (MPI_Allreduce, ncclAllReduce), in place, offered as a baseline.
+  // Returns false when the backend has none; collectives then run the reference ring instead.
+  virtual bool native_allreduce(const BufferView& data, ReduceOp op) { return false; }
+
   void send(const BufferView& data, int dst, Tag tag) { isend(data, dst, tag)->wait(); }
   void recv(const BufferView& data, int src, Tag tag) { irecv(data, src, tag)->wait(); }
   // Send to `dst` and receive from `src` concurrently (the step of every ring algorithm).
