@@ -6,8 +6,10 @@
 //
 // A Model exposes a flat parameter vector split into layers (contiguous ranges, forward order, covering
 // every parameter), with the modelled cost of each layer's forward and backward pass. Synthetic models
-// do real arithmetic in Eigen on materialized buffers; profile workloads (per-layer parameter counts and
-// compute times of real networks, each figure with its source) have no data and run on meta buffers.
+// do real arithmetic in Eigen on materialized buffers (core/models/synthetic.h); profile workloads
+// (per-layer parameter counts and compute times of real networks, each figure with its source;
+// core/models/profile.h) have no data and run on meta buffers. Every model accepts meta buffers: it
+// then does no arithmetic, but still calls ready() for every layer and returns a NaN loss.
 #pragma once
 
 #include <cmath>
@@ -44,10 +46,14 @@ class Model {
   // One iteration on this rank's next batch: writes the gradient of the mean batch loss at `w` into `g`
   // and returns the batch loss. Calls `ready(layer)` for every layer in backward order (last layer
   // first) as soon as that layer's slice of `g` is final. The caller charges the modelled compute.
+  // The batch at `step` is given by the workload's partition (core/models/dataset.h); the same step
+  // always gives the same batch.
   virtual double forward_backward(const BufferView& w, const BufferView& g, int64_t step,
                                   const std::function<void(int layer)>& ready) = 0;
   // The loss of `w` on the whole training set (every rank's data), for reporting; NaN if unavailable.
-  virtual double full_loss(const BufferView& w) const { return std::numeric_limits<double>::quiet_NaN(); }
+  virtual double full_loss(const BufferView& w) const {
+    return std::numeric_limits<double>::quiet_NaN();
+  }
   // The optimal full loss when known in closed form (linear regression), else NaN.
   virtual double optimal_loss() const { return std::numeric_limits<double>::quiet_NaN(); }
 };
