@@ -3,6 +3,21 @@
 // `encoded_bytes(n)` is exact, so that meta buffers cost on the wire what real ones would. An instance
 // may hold state tied to the buffer it compresses (error feedback's residual, random-k's step counter):
 // use one instance per site (per bucket, per chunk role) — primitives take a CompressorFactory.
+//
+// Common contract of every compressor here:
+//   - encode(in, out): `in` holds n float32 elements, `out` exactly encoded_bytes(n) bytes (dtype u8);
+//     decode(in, out): `in` holds encoded_bytes(n) bytes, `out` n float32 elements. Shapes are checked
+//     (InternalError on a mismatch) even when nothing is computed.
+//   - If either view is meta, encode/decode do nothing (the sizes still are checked).
+//   - n = 0 encodes to 0 bytes.
+//   - If a view lives in device memory, the work goes to the space's DeviceKernels (see
+//     core/device_kernels.h) where one exists (minmax_uint8, sign, fp16; identity copies through the
+//     space); the others throw ConfigError "compressor X has no device kernel".
+//   - Byte layouts are native little-endian; each compressor's header documents its layout to the byte,
+//     so that device kernels can produce the very same bytes.
+//
+// The compressors: identity.h, minmax_uint8.h, sign.h, topk.h, randomk.h, cast.h (fp16, bf16), qsgd.h,
+// and error_feedback.h (a wrapper around any of them).
 #pragma once
 
 #include <functional>
@@ -11,6 +26,7 @@
 
 #include "core/buffer.h"
 #include "core/clock.h"
+#include "core/params.h"
 #include "core/registry.h"
 
 namespace bagua {
@@ -25,13 +41,27 @@ class Compressor {
   virtual void encode(const BufferView& in, const BufferView& out) = 0;
   // in: encoded_bytes(n) bytes; out: n f32 elements.
   virtual void decode(const BufferView& in, const BufferView& out) = 0;
-  // Modelled device cost of encoding / decoding n elements.
+  // Modelled device cost of encoding / decoding n elements. The default charges one pass that reads the
+  // floats and writes the encoding (and the reverse), at one flop per element.
   virtual Work encode_cost(size_t n) const;
   virtual Work decode_cost(size_t n) const;
 };
 
 using CompressorFactory = std::function<std::unique_ptr<Compressor>()>;
 using CompressorRegistry = Registry<Compressor>;
+
+// Registers identity, minmax_uint8, sign, topk, randomk, fp16, bf16 and qsgd, each with its parameters.
 void register_compressors(CompressorRegistry& registry);
+
+// Wraps `inner` with error feedback (core/compress/error_feedback.h): the part of each input that the
+// compression lost is added to the next input.
+std::unique_ptr<Compressor> make_error_feedback(std::unique_ptr<Compressor> inner);
+
+// A factory of compressor `name`, configured from `params`: the entries of `params` declared by the
+// compressor's schema are validated and used, defaults fill the rest, and other entries (an algorithm's
+// own parameters) are ignored. With `error_feedback`, every instance is wrapped by make_error_feedback.
+// Throws ConfigError naming the compressor and parameter for an unknown name or an invalid value.
+CompressorFactory compressor_factory(const CompressorRegistry& registry, const std::string& name,
+                                     const Params& params, bool error_feedback);
 
 }  // namespace bagua

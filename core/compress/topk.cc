@@ -1,0 +1,122 @@
+#include "core/compress/topk.h"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <functional>
+#include <limits>
+
+#include "core/compress/common.h"
+
+namespace bagua {
+
+using namespace compress_detail;
+
+size_t sparse_k(double ratio, size_t n) {
+  if (n == 0) return 0;
+  const double product = ratio * static_cast<double>(n);
+  const auto k = static_cast<size_t>(std::ceil(product * (1.0 - 1e-12)));
+  return std::clamp<size_t>(k, 1, n);
+}
+
+namespace {
+
+void check_index_range(const Compressor& c, size_t n) {
+  if (n > static_cast<size_t>(std::numeric_limits<int32_t>::max()))
+    throw ConfigError("compressor " + c.name() + ": " + std::to_string(n) +
+                      " elements do not fit its int32 indices (at most 2^31 - 1)");
+}
+
+}  // namespace
+
+TopKCompressor::TopKCompressor(double ratio) : ratio_(ratio) {
+  if (!(ratio > 0.0 && ratio <= 1.0))
+    throw ConfigError("compressor topk: ratio must be in (0, 1], got " + std::to_string(ratio));
+}
+
+Bytes TopKCompressor::encoded_bytes(size_t n) const {
+  return Bytes(static_cast<int64_t>(8 * k(n)));
+}
+
+void TopKCompressor::encode(const BufferView& in, const BufferView& out) {
+  if (!check_encode(*this, in, out)) return;
+  if (on_device(in, out)) no_device_kernel(*this);
+  const size_t n = in.count();
+  check_index_range(*this, n);
+  const size_t k = this->k(n);
+  const float* x = in.as<float>().data();
+  uint8_t* y = out.as<uint8_t>().data();
+
+  // The kept elements: every magnitude above the k-th largest (the threshold), then, in index order, as
+  // many equal to the threshold as make k. The threshold is found by a radix select on the magnitudes'
+  // bit patterns (non-negative floats order like their bits as integers; a NaN's counts as infinity's):
+  // a histogram of the top 11 bits picks the bucket holding the k-th largest, and a selection among
+  // that bucket's keys finds it exactly.
+  auto key = [x](size_t i) {
+    const uint32_t bits = std::bit_cast<uint32_t>(x[i]) & 0x7FFFFFFFu;
+    return bits > 0x7F800000u ? 0x7F800000u : bits;
+  };
+  constexpr int kShift = 20;  // 31 magnitude bits: the top 11 make 2048 buckets
+  std::array<size_t, (size_t{1} << (31 - kShift))> histogram{};
+  for (size_t i = 0; i < n; ++i)
+    ++histogram[key(i) >> kShift];
+  size_t bucket = histogram.size() - 1;
+  size_t above = 0;  // elements in buckets above `bucket`
+  while (above + histogram[bucket] < k)
+    above += histogram[bucket--];
+  candidates_.clear();
+  for (size_t i = 0; i < n; ++i) {
+    if ((key(i) >> kShift) == bucket) candidates_.push_back(key(i));
+  }
+  const auto kth = candidates_.begin() + static_cast<ptrdiff_t>(k - above - 1);
+  std::nth_element(candidates_.begin(), kth, candidates_.end(), std::greater<uint32_t>());
+  const uint32_t threshold = *kth;
+  for (uint32_t c : candidates_)
+    above += c > threshold;
+  size_t ties_left = k - above;
+
+  size_t j = 0;
+  for (size_t i = 0; i < n && j < k; ++i) {
+    const uint32_t m = key(i);
+    if (m > threshold || (m == threshold && ties_left > 0)) {
+      if (m == threshold) --ties_left;
+      const auto index = static_cast<int32_t>(i);
+      std::memcpy(y + 4 * j, &index, 4);
+      store_f32(y + 4 * k + 4 * j, x[i]);
+      ++j;
+    }
+  }
+  BAGUA_CHECK_EQ(j, k, "topk encode: elements kept");
+}
+
+void TopKCompressor::decode(const BufferView& in, const BufferView& out) {
+  if (!check_decode(*this, in, out)) return;
+  if (on_device(in, out)) no_device_kernel(*this);
+  const size_t n = out.count();
+  const size_t k = this->k(n);
+  const uint8_t* y = in.as<uint8_t>().data();
+  float* x = out.as<float>().data();
+  std::fill_n(x, n, 0.0f);
+  for (size_t j = 0; j < k; ++j) {
+    int32_t index;
+    std::memcpy(&index, y + 4 * j, 4);
+    BAGUA_CHECK(
+        index >= 0 && static_cast<size_t>(index) < n,
+        "topk decode: index " + std::to_string(index) + " outside [0, " + std::to_string(n) + ")");
+    x[index] = load_f32(y + 4 * k + 4 * j);
+  }
+}
+
+// A radix select, on the host as on a GPU: three passes over the input (histogram, bucket, keep),
+// 12n bytes read, the encoding written; an abs and two comparisons per element — 3 flops.
+Work TopKCompressor::encode_cost(size_t n) const {
+  return Work{3.0 * static_cast<double>(n), Bytes(static_cast<int64_t>(12 * n)) + encoded_bytes(n), {}};
+}
+
+// Zero the 4n-byte output, read the encoding and scatter the k values (4k bytes written).
+Work TopKCompressor::decode_cost(size_t n) const {
+  return Work{0, Bytes(static_cast<int64_t>(4 * n + 4 * k(n))) + encoded_bytes(n), {}};
+}
+
+}  // namespace bagua
