@@ -1,0 +1,171 @@
+#include "runtime/nccl/world.h"
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <limits>
+#include <string>
+
+#include "core/check.h"
+#include "runtime/common/real_clock.h"
+#include "runtime/common/thread_stream.h"
+#include "runtime/mpi/transport.h"
+#include "runtime/mpi/world.h"
+#include "runtime/nccl/check.h"
+#include "runtime/nccl/space.h"
+#include "runtime/nccl/transport.h"
+
+namespace bagua::runtime::nccl {
+
+namespace {
+
+// This rank's position among the ranks of its node, and their number.
+struct NodePlace {
+  int local_rank = 0;
+  int local_size = 1;
+};
+NodePlace node_place() {
+  MPI_Comm node = MPI_COMM_NULL;
+  int world_rank = 0;
+  BAGUA_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank));
+  BAGUA_MPI_CHECK(
+      MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank, MPI_INFO_NULL, &node));
+  NodePlace place;
+  int error = MPI_Comm_rank(node, &place.local_rank);
+  if (error == MPI_SUCCESS) error = MPI_Comm_size(node, &place.local_size);
+  MPI_Comm_free(&node);
+  BAGUA_MPI_CHECK(error);
+  return place;
+}
+
+int visible_devices() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();  // no driver or no device: an answer, not an error
+    return 0;
+  }
+  return count;
+}
+
+}  // namespace
+
+class NcclWorld::Context final : public RankContext {
+ public:
+  Context(int device, std::unique_ptr<NcclTransport> transport, std::shared_ptr<LaneSelector> lanes)
+      : space_(device), transport_(std::move(transport)), lanes_(std::move(lanes)) {
+    // Every rank takes its clock's origin right after the same barrier.
+    BAGUA_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    clock_ = RealClock(RealClock::Steady::now());
+  }
+  Transport& transport() override { return *transport_; }
+  NcclTransport& nccl_transport() { return *transport_; }
+  Clock& clock() override { return clock_; }
+  std::unique_ptr<Stream> make_stream(std::string name) override {
+    return std::make_unique<ThreadStream>(std::move(name));
+  }
+  EventPtr make_event() override { return std::make_shared<ThreadEvent>(); }
+  const Space& space() const override { return space_; }
+  const CudaSpace& cuda_space() const { return space_; }
+  LaneSelector& lanes() { return *lanes_; }
+
+ private:
+  CudaSpace space_;
+  std::unique_ptr<NcclTransport> transport_;
+  std::shared_ptr<LaneSelector> lanes_;
+  RealClock clock_;
+};
+
+NcclWorld::NcclWorld(int* argc, char*** argv, int ranks_per_host)
+    : mpi_(std::make_unique<mpi::MpiWorld>(argc, argv, ranks_per_host)) {
+  // Every rank needs a GPU of its own: NCCL refuses two ranks of one communicator on one GPU. Decided
+  // collectively, so that all ranks throw together rather than some waiting in ncclCommInitRank.
+  const int devices = visible_devices();
+  const NodePlace place = node_place();
+  std::string problem;
+  if (devices == 0) {
+    problem = "sees no CUDA device; run it on GPUs, or use the mpi runtime";
+  } else if (place.local_size > devices) {
+    problem = "its node runs " + std::to_string(place.local_size) + " ranks on " +
+              std::to_string(devices) +
+              " CUDA device(s); NCCL needs one device per rank (start at most " +
+              std::to_string(devices) + " ranks per node)";
+  }
+  int usable = problem.empty() ? 1 : 0;
+  BAGUA_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &usable, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+  if (!problem.empty())
+    throw ConfigError("nccl runtime: rank " + std::to_string(mpi_->rank()) + " " + problem);
+  if (!usable)
+    throw ConfigError("nccl runtime: rank " + std::to_string(mpi_->rank()) +
+                      ": another rank has no CUDA device of its own (see its message)");
+  const int device = place.local_rank % devices;
+  use_device(device);
+
+  // Keep pool memory for reuse instead of releasing it at every synchronization (see world.h).
+  cudaMemPool_t pool = nullptr;
+  BAGUA_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
+  uint64_t threshold = std::numeric_limits<uint64_t>::max();
+  BAGUA_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+
+  auto lanes = std::make_shared<LaneSelector>(std::this_thread::get_id());
+  auto bootstrap = std::make_unique<mpi::MpiTransport>(MPI_COMM_WORLD, ranks_per_host);
+  auto transport = std::make_unique<NcclTransport>(std::move(bootstrap), device, lanes);
+  context_ = std::make_unique<Context>(device, std::move(transport), std::move(lanes));
+}
+
+NcclWorld::~NcclWorld() {
+  context_.reset();  // communicators and device memory before MPI is finalized
+  mpi_.reset();
+}
+
+bool NcclWorld::available() {
+  return visible_devices() > 0;
+}
+
+int NcclWorld::device_count() {
+  return visible_devices();
+}
+
+RankContext& NcclWorld::context() {
+  return *context_;
+}
+
+NcclTransport& NcclWorld::transport() {
+  return context_->nccl_transport();
+}
+
+const CudaSpace& NcclWorld::space() const {
+  return context_->cuda_space();
+}
+
+int NcclWorld::rank() const {
+  return context_->nccl_transport().rank();
+}
+
+int NcclWorld::size() const {
+  return context_->nccl_transport().size();
+}
+
+int NcclWorld::device() const {
+  return context_->cuda_space().device();
+}
+
+void NcclWorld::run(const std::function<void(RankContext&)>& body) {
+  context_->lanes().set_compute_thread(std::this_thread::get_id());
+  std::string error;
+  try {
+    use_device(device());
+    body(*context_);
+    return;
+  } catch (const std::exception& e) {
+    error = e.what();
+  } catch (...) {
+    error = "unknown exception";
+  }
+  std::fprintf(stderr, "rank %d: %s\n", rank(), error.c_str());
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+}  // namespace bagua::runtime::nccl

@@ -1,0 +1,71 @@
+// A world of ranks as Open MPI processes with one GPU each, communicating through NCCL.
+//
+// Launch with mpirun, one process per GPU, e.g.
+//   mpirun -np 8 bagua run CONFIG.json
+// (as root add --allow-run-as-root). Rank r uses GPU number (local rank), its local rank being its
+// position among the ranks of its node (MPI_Comm_split_type, MPI_COMM_TYPE_SHARED); a node must see at
+// least as many GPUs as it runs ranks (NCCL refuses two ranks of one communicator on one GPU).
+//
+// The rank's context: an NcclTransport over all ranks (bootstrapped over MPI), a CudaSpace on the
+// rank's GPU as its space() — so the trainer keeps weights and gradients in GPU memory, and synthetic
+// models, which compute on the host, get host mirrors (core/trainer/trainer.cc) — a real clock whose
+// origin all ranks took right after one barrier, thread streams and thread events.
+//
+// MPI is initialized through MpiWorld (MPI_THREAD_MULTIPLE), and finalized when the world is destroyed
+// if it was initialized here. The thread that constructs the world, or last called run(), is the rank's
+// compute thread (lane 0 of the transport); streams made by the context communicate on lane 1.
+//
+// Process-wide setting: the device's default memory pool keeps the memory it has handed out for reuse
+// (release threshold = unlimited) instead of returning it at every synchronization, so that the per-
+// operation allocations of this runtime (staging, scratch, temporaries) stay cheap.
+#pragma once
+
+#include <functional>
+#include <memory>
+
+#include "core/context.h"
+
+namespace bagua::runtime::mpi {
+class MpiWorld;
+}
+
+namespace bagua::runtime::nccl {
+
+class CudaSpace;
+class NcclTransport;
+
+class NcclWorld {
+ public:
+  // Collective over every process of the job: initializes MPI, picks this rank's GPU, creates the NCCL
+  // communicators. Rank r's host is r / ranks_per_host when ranks_per_host > 0 (one machine emulating
+  // several hosts), otherwise its node. Throws ConfigError when this process sees no CUDA device, or
+  // fewer devices than ranks run on its node.
+  NcclWorld(int* argc, char*** argv, int ranks_per_host = 0);
+  ~NcclWorld();  // communicators, then MPI
+  NcclWorld(const NcclWorld&) = delete;
+  NcclWorld& operator=(const NcclWorld&) = delete;
+
+  // Whether this process sees at least one CUDA device (false without a driver, too). Needs no MPI.
+  static bool available();
+  // The number of CUDA devices this process sees (0 without a driver). Needs no MPI.
+  static int device_count();
+
+  RankContext& context();
+  NcclTransport& transport();
+  const CudaSpace& space() const;
+  int rank() const;
+  int size() const;
+  int device() const;  // the CUDA device this rank uses
+
+  // Runs `body` on this process's rank, on the calling thread (which becomes the compute thread). If it
+  // throws, prints the error once, prefixed with the rank, and aborts the whole job (MPI_Abort): the
+  // other ranks would otherwise wait forever.
+  void run(const std::function<void(RankContext&)>& body);
+
+ private:
+  class Context;
+  std::unique_ptr<mpi::MpiWorld> mpi_;
+  std::unique_ptr<Context> context_;
+};
+
+}  // namespace bagua::runtime::nccl
