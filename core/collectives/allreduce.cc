@@ -1,0 +1,100 @@
+// Allreduce entry points: the algorithm switch, the average, and the algorithms' names.
+#include <string>
+
+#include "core/check.h"
+#include "core/collectives/collectives.h"
+#include "core/ops.h"
+
+namespace bagua::collectives {
+
+namespace {
+
+constexpr AllreduceAlgo kAllreduceAlgos[] = {AllreduceAlgo::kRing, AllreduceAlgo::kTree,
+                                             AllreduceAlgo::kHalvingDoubling, AllreduceAlgo::kNative};
+constexpr BroadcastAlgo kBroadcastAlgos[] = {BroadcastAlgo::kBinomial, BroadcastAlgo::kChain};
+
+void check_average_dtype(const BufferView& data, const char* who) {
+  if (data.dtype() != DType::kF32 && data.dtype() != DType::kF64)
+    throw ConfigError(std::string(who) + ": dtype " + to_string(data.dtype()) +
+                      " cannot hold an average (expected f32 or f64)");
+}
+
+}  // namespace
+
+std::string to_string(AllreduceAlgo algo) {
+  switch (algo) {
+    case AllreduceAlgo::kRing:
+      return "ring";
+    case AllreduceAlgo::kTree:
+      return "tree";
+    case AllreduceAlgo::kHalvingDoubling:
+      return "halving_doubling";
+    case AllreduceAlgo::kNative:
+      return "native";
+  }
+  return "?";
+}
+
+std::vector<std::string> allreduce_algo_names() {
+  std::vector<std::string> names;
+  for (AllreduceAlgo a : kAllreduceAlgos)
+    names.push_back(to_string(a));
+  return names;
+}
+
+AllreduceAlgo parse_allreduce_algo(std::string_view name) {
+  for (AllreduceAlgo a : kAllreduceAlgos)
+    if (to_string(a) == name) return a;
+  throw ConfigError("allreduce algorithm '" + std::string(name) +
+                    "' is unknown (expected ring, tree, halving_doubling or native)");
+}
+
+std::string to_string(BroadcastAlgo algo) {
+  switch (algo) {
+    case BroadcastAlgo::kBinomial:
+      return "binomial";
+    case BroadcastAlgo::kChain:
+      return "chain";
+  }
+  return "?";
+}
+
+BroadcastAlgo parse_broadcast_algo(std::string_view name) {
+  for (BroadcastAlgo a : kBroadcastAlgos)
+    if (to_string(a) == name) return a;
+  throw ConfigError("broadcast algorithm '" + std::string(name) +
+                    "' is unknown (expected binomial or chain)");
+}
+
+void allreduce(Transport& transport, const BufferView& data, ReduceOp op, Tag tag, AllreduceAlgo algo) {
+  switch (algo) {
+    case AllreduceAlgo::kRing:
+      ring_allreduce(transport, data, op, tag);
+      return;
+    case AllreduceAlgo::kTree:
+      tree_allreduce(transport, data, op, tag);
+      return;
+    case AllreduceAlgo::kHalvingDoubling:
+      halving_doubling_allreduce(transport, data, op, tag);
+      return;
+    case AllreduceAlgo::kNative:
+      if (!transport.native_allreduce(data, op)) ring_allreduce(transport, data, op, tag);
+      return;
+  }
+  BAGUA_CHECK(false, "allreduce: unknown algorithm " + std::to_string(static_cast<int>(algo)));
+}
+
+void allreduce_average(Transport& transport, const BufferView& data, Tag tag, AllreduceAlgo algo) {
+  check_average_dtype(data, "allreduce_average");
+  allreduce(transport, data, ReduceOp::kSum, tag, algo);
+  scale(data, 1.0 / transport.size());
+}
+
+void hierarchical_allreduce_average(HierarchicalGroups& groups, const BufferView& data, Tag tag,
+                                    AllreduceAlgo algo) {
+  check_average_dtype(data, "hierarchical_allreduce_average");
+  hierarchical_allreduce(groups, data, ReduceOp::kSum, tag, algo);
+  scale(data, 1.0 / groups.world_size);
+}
+
+}  // namespace bagua::collectives

@@ -1,0 +1,42 @@
+#include <algorithm>
+#include <string>
+
+#include "core/check.h"
+#include "core/collectives/collectives.h"
+
+namespace bagua::collectives {
+
+ChunkRange chunk_range(size_t count, int parts, int i) {
+  BAGUA_CHECK(parts >= 1, "chunk_range: parts = " + std::to_string(parts));
+  BAGUA_CHECK(i >= 0 && i < parts,
+              "chunk_range: chunk " + std::to_string(i) + " of " + std::to_string(parts));
+  const size_t n = static_cast<size_t>(parts);
+  const size_t index = static_cast<size_t>(i);
+  const size_t base = count / n;
+  const size_t larger = count % n;  // the first `larger` chunks hold base + 1 elements
+  return {index * base + std::min(index, larger), base + (index < larger ? 1 : 0)};
+}
+
+Chunking::Chunking(const BufferView& data, int parts) : data_(data), parts_(parts) {
+  BAGUA_CHECK(parts >= 1, "Chunking: parts = " + std::to_string(parts));
+}
+
+BufferView Chunking::chunk(int i) const {
+  const ChunkRange r = range(i);
+  return data_.slice(r.offset, r.count);
+}
+
+BufferView Chunking::chunks(int first, int n) const {
+  BAGUA_CHECK(n >= 1 && first >= 0 && first + n <= parts_,
+              "Chunking::chunks [" + std::to_string(first) + ", +" + std::to_string(n) + ") of " +
+                  std::to_string(parts_));
+  const size_t begin = range(first).offset;
+  const size_t end = range(first + n - 1).end();
+  return data_.slice(begin, end - begin);
+}
+
+size_t Chunking::max_count() const {
+  return range(0).count;
+}
+
+}  // namespace bagua::collectives

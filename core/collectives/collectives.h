@@ -1,0 +1,185 @@
+// Collectives over the Transport, written once: ring, tree and halving-doubling allreduce,
+// reduce-scatter, allgather, broadcast, reduce, alltoall, and their two-level hierarchical forms.
+//
+// Every operation is in place on a BufferView of any dtype that core/ops.h can reduce (f32, f64, i32,
+// i64 on the host), takes one Tag for the whole call (messages between a pair with one tag match in
+// posting order, so every step of a collective may use the caller's tag), and is called by every rank
+// of the transport's group with the same count, dtype, root and algorithm. Scratch buffers are made
+// with Buffer::like, so on a meta buffer every data operation is a no-op while every byte is still
+// sent. An empty buffer, or a group of one rank, sends nothing.
+//
+// Chunks. A buffer of `count` elements is cut into P chunks by chunk_range: sizes differ by at most one
+// element, the first count % P chunks being the larger. Every chunked collective uses this cut; chunk r
+// "belongs" to rank r.
+//
+// Catalogue (docs/algorithms.md derives each entry; core/collectives/cost.h has them as functions, and
+// tests check them against what the code sends). P ranks; S bytes, divisible by P for the chunked
+// forms; lg = log2; P' = the largest power of two <= P; k = number of segments; the hierarchical forms
+// run on H hosts of Q ranks each (P = H Q, ranks numbered host by host) with a ring among the leaders.
+// "steps": messages on the critical path when each rank's sends go one after another (a message's step
+// is one more than the latest step the sender has sent or received before posting it). "bytes sent":
+// the most any one rank sends.
+//
+//   collective, algorithm                     steps                        bytes sent
+//   ----------------------------------------  ---------------------------  ----------------------------
+//   reduce_scatter, ring                      P-1                          (P-1) S/P
+//   allgather, ring                           P-1                          (P-1) S/P
+//   allreduce, ring                           2(P-1)                       2(P-1) S/P
+//   allreduce, tree                           floor(lg P) + ceil(lg P)     ceil(lg P) S
+//   allreduce, tree in k segments             floor(lg P) + k-1            ceil(lg P) S
+//                                               + k ceil(lg P)
+//   allreduce, halving-doubling, P = P'       2 lg P                       2(P-1) S/P
+//   allreduce, halving-doubling, P > P'       2 lg P' + 2                  2(P'-1) S/P' + S
+//   reduce, binomial, k segments              floor(lg P) + k-1            S
+//   broadcast, binomial, k segments           k ceil(lg P)                 ceil(lg P) S  (the root)
+//   broadcast, chain, k segments              P + k-2                      S
+//   alltoall, pairwise exchange               P-1                          (P-1) S/P
+//   hierarchical allreduce                    floor(lg Q) + 2(H-1)         2(H-1) S/H + ceil(lg Q) S
+//                                               + ceil(lg Q)
+//   hierarchical reduce_scatter               floor(lg Q) + (H-1) + (Q-1)  S if Q > 1, else (H-1) S/H
+//   hierarchical allgather                    [Q > 1] + (H-1) + ceil(lg Q) (H-1) S/H + ceil(lg Q) S
+//   hierarchical broadcast, root a leader     ceil(lg H) + ceil(lg Q)      (ceil(lg H) + ceil(lg Q)) S
+//
+// (k = 1 is the unsegmented form. The root of a binomial reduce receives ceil(lg P) S. A hierarchical
+// broadcast whose root is not a leader takes one more step, the root sending to its leader.)
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/buffer.h"
+#include "core/transport.h"
+
+namespace bagua::collectives {
+
+// ---- Chunks --------------------------------------------------------------------------------------
+
+// Elements [offset, offset + count) of a buffer.
+struct ChunkRange {
+  size_t offset = 0;
+  size_t count = 0;
+  size_t end() const { return offset + count; }
+  bool operator==(const ChunkRange&) const = default;
+};
+
+// Chunk i of `count` elements cut into `parts` chunks whose sizes differ by at most one, the first
+// (count % parts) chunks one element larger.
+ChunkRange chunk_range(size_t count, int parts, int i);
+
+// A buffer seen as `parts` chunks cut by chunk_range.
+class Chunking {
+ public:
+  Chunking(const BufferView& data, int parts);
+  int parts() const { return parts_; }
+  ChunkRange range(int i) const { return chunk_range(data_.count(), parts_, i); }
+  // Chunk i.
+  BufferView chunk(int i) const;
+  // Chunks [first, first + n), which are contiguous.
+  BufferView chunks(int first, int n) const;
+  // Elements in the largest chunk: ceil(count / parts).
+  size_t max_count() const;
+
+ private:
+  BufferView data_;
+  int parts_;
+};
+
+// ---- Algorithms ----------------------------------------------------------------------------------
+
+enum class AllreduceAlgo : uint8_t { kRing, kTree, kHalvingDoubling, kNative };
+std::string to_string(AllreduceAlgo algo);  // "ring", "tree", "halving_doubling", "native"
+// The inverse of to_string; throws ConfigError naming the valid choices.
+AllreduceAlgo parse_allreduce_algo(std::string_view name);
+std::vector<std::string> allreduce_algo_names();
+
+enum class BroadcastAlgo : uint8_t { kBinomial, kChain };
+std::string to_string(BroadcastAlgo algo);  // "binomial", "chain"
+BroadcastAlgo parse_broadcast_algo(std::string_view name);
+
+// ---- Flat collectives ----------------------------------------------------------------------------
+
+// data := op over all ranks of data. kNative asks the transport for its own allreduce and runs kRing
+// when it has none. kTree here is unsegmented; tree_allreduce takes a segment size.
+void allreduce(Transport& transport, const BufferView& data, ReduceOp op, Tag tag,
+               AllreduceAlgo algo = AllreduceAlgo::kRing);
+// data := (sum over all ranks of data) / P. Floating-point dtypes only (ConfigError otherwise).
+void allreduce_average(Transport& transport, const BufferView& data, Tag tag,
+                       AllreduceAlgo algo = AllreduceAlgo::kRing);
+
+// The allreduce algorithms themselves.
+void ring_allreduce(Transport& transport, const BufferView& data, ReduceOp op, Tag tag);
+// Binomial reduce to rank 0, then binomial broadcast from it, both pipelined in segments of at most
+// `segment_elements` elements (0: one segment, the whole buffer).
+void tree_allreduce(Transport& transport, const BufferView& data, ReduceOp op, Tag tag,
+                    size_t segment_elements = 0);
+void halving_doubling_allreduce(Transport& transport, const BufferView& data, ReduceOp op, Tag tag);
+
+// Ring. Afterwards chunk r of rank r's data holds the reduction over all ranks of chunk r; the other
+// chunks are left holding partial reductions (scratch).
+void reduce_scatter(Transport& transport, const BufferView& data, ReduceOp op, Tag tag);
+
+// Ring. Rank r contributes chunk r of its data; afterwards every rank holds every rank's chunk.
+void allgather(Transport& transport, const BufferView& data, Tag tag);
+
+// Root's data to every rank. kBinomial: a binomial tree; kChain: a pipeline along ranks root, root + 1,
+// ... (for large buffers: every rank sends S once, and k segments overlap the P - 1 hops). Both move
+// the buffer in segments of at most `segment_elements` elements (0: one segment). Segments do not
+// shorten a binomial broadcast (the root still sends ceil(lg P) S, one message at a time); they bound
+// the size of a message.
+void broadcast(Transport& transport, const BufferView& data, int root, Tag tag,
+               BroadcastAlgo algo = BroadcastAlgo::kBinomial, size_t segment_elements = 0);
+
+// Binomial tree, in segments of at most `segment_elements` elements (0: one segment; a rank needs
+// scratch of one segment per child in the tree, so segments also bound its memory). Afterwards root's
+// data holds the reduction over all ranks; other ranks' data holds partial reductions (scratch).
+void reduce(Transport& transport, const BufferView& data, int root, ReduceOp op, Tag tag,
+            size_t segment_elements = 0);
+
+// Pairwise exchange. Chunk i of rank src's `send` lands in chunk src of rank i's `recv`. Both buffers
+// have the same dtype and count, the count divisible by P (so that every chunk has one size), and must
+// not overlap.
+void alltoall(Transport& transport, const BufferView& send, const BufferView& recv, Tag tag);
+
+// ---- Hierarchical (two-level) collectives --------------------------------------------------------
+
+// The two groups of a two-level collective, built once from a world and reused: the ranks of this
+// rank's host (intra; its rank 0, the lowest world rank on the host, is the host's *leader*) and the
+// leaders of all hosts (leaders, numbered by host; null on ranks that are not leaders). Building it is
+// collective: every rank of the world constructs one, in the same order relative to its other subgroup
+// calls. Hosts may hold different numbers of ranks.
+struct HierarchicalGroups {
+  explicit HierarchicalGroups(Transport& world);
+  HierarchicalGroups(HierarchicalGroups&&) noexcept = default;
+  HierarchicalGroups& operator=(HierarchicalGroups&&) noexcept = default;
+
+  bool is_leader() const { return leaders != nullptr; }
+  int hosts() const { return static_cast<int>(layout.hosts.size()); }
+
+  HostLayout layout;  // world ranks by host
+  int world_size = 1;
+  int world_rank = 0;
+  std::unique_ptr<Transport> intra;
+  std::unique_ptr<Transport> leaders;
+};
+
+// Intra-host reduce to the leader, flat `algo` allreduce among leaders, intra-host broadcast.
+void hierarchical_allreduce(HierarchicalGroups& groups, const BufferView& data, ReduceOp op, Tag tag,
+                            AllreduceAlgo algo = AllreduceAlgo::kRing);
+void hierarchical_allreduce_average(HierarchicalGroups& groups, const BufferView& data, Tag tag,
+                                    AllreduceAlgo algo = AllreduceAlgo::kRing);
+// The flat results (chunk r of world rank r, world chunking) by two levels: intra-host reduce to the
+// leader, a ring among leaders over host blocks (a host's block = the chunks of its ranks), and the
+// leader handing each local rank its chunk.
+void hierarchical_reduce_scatter(HierarchicalGroups& groups, const BufferView& data, ReduceOp op,
+                                 Tag tag);
+// Local ranks hand their chunks to the leader, a ring among leaders over host blocks, intra-host
+// broadcast.
+void hierarchical_allgather(HierarchicalGroups& groups, const BufferView& data, Tag tag);
+// `root` is a world rank. A root that is not its host's leader first sends the data to that leader; the
+// leaders broadcast from root's host (binomial), then every leader broadcasts over its host (binomial).
+void hierarchical_broadcast(HierarchicalGroups& groups, const BufferView& data, int root, Tag tag);
+
+}  // namespace bagua::collectives

@@ -1,0 +1,177 @@
+#include "core/collectives/cost.h"
+
+#include <algorithm>
+#include <string>
+
+#include "core/check.h"
+
+namespace bagua::collectives {
+
+namespace {
+
+void check_shape(int ranks, Bytes size, const char* who) {
+  if (ranks < 1)
+    throw ConfigError(std::string(who) + ": ranks = " + std::to_string(ranks) + ", expected >= 1");
+  if (size.count() < 0)
+    throw ConfigError(std::string(who) + ": size = " + std::to_string(size.count()) + " bytes");
+}
+
+// S / P for the chunked forms, which assume S divisible by P.
+Bytes per_rank(int ranks, Bytes size, const char* who) {
+  check_shape(ranks, size, who);
+  if (size.count() % ranks != 0)
+    throw ConfigError(std::string(who) + ": size " + std::to_string(size.count()) +
+                      " bytes is not divisible by " + std::to_string(ranks) + " ranks");
+  return Bytes(size.count() / ranks);
+}
+
+bool nothing_moves(int ranks, Bytes size) {
+  return ranks == 1 || size.count() == 0;
+}
+
+}  // namespace
+
+int ceil_log2(int n) {
+  BAGUA_CHECK(n >= 1, "ceil_log2 of " + std::to_string(n));
+  int k = 0;
+  while ((1 << k) < n)
+    ++k;
+  return k;
+}
+
+int floor_log2(int n) {
+  BAGUA_CHECK(n >= 1, "floor_log2 of " + std::to_string(n));
+  int k = 0;
+  while ((2 << k) <= n)
+    ++k;
+  return k;
+}
+
+WireCost ring_reduce_scatter_cost(int ranks, Bytes size) {
+  const Bytes chunk = per_rank(ranks, size, "ring_reduce_scatter_cost");
+  if (nothing_moves(ranks, size)) return {};
+  return {ranks - 1, chunk * (ranks - 1)};
+}
+
+WireCost ring_allgather_cost(int ranks, Bytes size) {
+  const Bytes chunk = per_rank(ranks, size, "ring_allgather_cost");
+  if (nothing_moves(ranks, size)) return {};
+  return {ranks - 1, chunk * (ranks - 1)};
+}
+
+WireCost ring_allreduce_cost(int ranks, Bytes size) {
+  const Bytes chunk = per_rank(ranks, size, "ring_allreduce_cost");
+  if (nothing_moves(ranks, size)) return {};
+  return {2 * (ranks - 1), chunk * (2 * (ranks - 1))};
+}
+
+WireCost reduce_cost(int ranks, Bytes size, int segments) {
+  check_shape(ranks, size, "reduce_cost");
+  if (nothing_moves(ranks, size)) return {};
+  // The leaves send segment j at step j + 1; a rank whose subtree is h levels deep sends it at
+  // h + j + 1, so the root has the last segment from its deepest child (floor(lg P) - 1 levels) at
+  // floor(lg P) + k - 1. Every rank but the root sends its whole buffer once.
+  return {floor_log2(ranks) + segments - 1, size};
+}
+
+WireCost broadcast_cost(BroadcastAlgo algo, int ranks, Bytes size, int segments) {
+  check_shape(ranks, size, "broadcast_cost");
+  if (nothing_moves(ranks, size)) return {};
+  switch (algo) {
+    case BroadcastAlgo::kBinomial:
+      // The root sends each of the k segments to its ceil(lg P) children in turn; its last send is the
+      // last step.
+      return {static_cast<int64_t>(segments) * ceil_log2(ranks), size * ceil_log2(ranks)};
+    case BroadcastAlgo::kChain:
+      // Segment j leaves rank i (counted from the root) at step i + j + 1; the last rank gets the last
+      // segment from rank P - 2 at step P - 2 + k.
+      return {ranks + segments - 2, size};
+  }
+  return {};
+}
+
+WireCost tree_allreduce_cost(int ranks, Bytes size, int segments) {
+  check_shape(ranks, size, "tree_allreduce_cost");
+  if (nothing_moves(ranks, size)) return {};
+  const WireCost up = reduce_cost(ranks, size, segments);
+  const WireCost down = broadcast_cost(BroadcastAlgo::kBinomial, ranks, size, segments);
+  // The broadcast starts when the root has reduced; the rank whose lowest set bit is the highest below
+  // P sends S up and ceil(lg P) - 1 times S down, as much as the root sends down.
+  return {up.steps + down.steps, down.sent};
+}
+
+WireCost halving_doubling_allreduce_cost(int ranks, Bytes size) {
+  check_shape(ranks, size, "halving_doubling_allreduce_cost");
+  if (nothing_moves(ranks, size)) return {};
+  const int core = 1 << floor_log2(ranks);
+  const Bytes chunk = per_rank(core, size, "halving_doubling_allreduce_cost");
+  // Halving sends S/2 + S/4 + ... + S/P' = (P' - 1) S / P', doubling as much again.
+  const WireCost core_cost{2 * floor_log2(core), chunk * (2 * (core - 1))};
+  if (core == ranks) return core_cost;
+  // The fold and the unfold add a step each, and a partner sends the whole result back.
+  return {core_cost.steps + 2, core_cost.sent + size};
+}
+
+WireCost allreduce_cost(AllreduceAlgo algo, int ranks, Bytes size) {
+  switch (algo) {
+    case AllreduceAlgo::kRing:
+    case AllreduceAlgo::kNative:
+      return ring_allreduce_cost(ranks, size);
+    case AllreduceAlgo::kTree:
+      return tree_allreduce_cost(ranks, size);
+    case AllreduceAlgo::kHalvingDoubling:
+      return halving_doubling_allreduce_cost(ranks, size);
+  }
+  return {};
+}
+
+WireCost alltoall_cost(int ranks, Bytes size) {
+  const Bytes chunk = per_rank(ranks, size, "alltoall_cost");
+  if (nothing_moves(ranks, size)) return {};
+  return {ranks - 1, chunk * (ranks - 1)};
+}
+
+WireCost hierarchical_allreduce_cost(int hosts, int ranks_per_host, Bytes size) {
+  check_shape(hosts * ranks_per_host, size, "hierarchical_allreduce_cost");
+  if (size.count() == 0) return {};
+  const WireCost up = reduce_cost(ranks_per_host, size);
+  const WireCost across = ring_allreduce_cost(hosts, size);
+  const WireCost down = broadcast_cost(BroadcastAlgo::kBinomial, ranks_per_host, size);
+  // A leader sends the ring's bytes and the root's share of the host broadcast; no other rank sends
+  // more.
+  return {up.steps + across.steps + down.steps, across.sent + down.sent};
+}
+
+WireCost hierarchical_reduce_scatter_cost(int hosts, int ranks_per_host, Bytes size) {
+  const int ranks = hosts * ranks_per_host;
+  const Bytes chunk = per_rank(ranks, size, "hierarchical_reduce_scatter_cost");
+  if (size.count() == 0) return {};
+  const WireCost up = reduce_cost(ranks_per_host, size);
+  const WireCost across = ring_reduce_scatter_cost(hosts, size);
+  // The leader hands Q - 1 chunks out one after another; a non-leader sends its whole buffer up once.
+  const Bytes leader = across.sent + chunk * (ranks_per_host - 1);
+  const Bytes other = ranks_per_host > 1 ? size : Bytes(0);
+  return {up.steps + across.steps + (ranks_per_host - 1), std::max(leader, other)};
+}
+
+WireCost hierarchical_allgather_cost(int hosts, int ranks_per_host, Bytes size) {
+  const int ranks = hosts * ranks_per_host;
+  per_rank(ranks, size, "hierarchical_allgather_cost");
+  if (size.count() == 0) return {};
+  // The local ranks' chunks reach the leader in one step (all at once).
+  const int gather_steps = ranks_per_host > 1 ? 1 : 0;
+  const WireCost across = ring_allgather_cost(hosts, size);
+  const WireCost down = broadcast_cost(BroadcastAlgo::kBinomial, ranks_per_host, size);
+  return {gather_steps + across.steps + down.steps, across.sent + down.sent};
+}
+
+WireCost hierarchical_broadcast_cost(int hosts, int ranks_per_host, Bytes size) {
+  check_shape(hosts * ranks_per_host, size, "hierarchical_broadcast_cost");
+  if (size.count() == 0) return {};
+  const WireCost across = broadcast_cost(BroadcastAlgo::kBinomial, hosts, size);
+  const WireCost down = broadcast_cost(BroadcastAlgo::kBinomial, ranks_per_host, size);
+  // The root, a leader, sends to the other leaders, then over its own host.
+  return {across.steps + down.steps, across.sent + down.sent};
+}
+
+}  // namespace bagua::collectives

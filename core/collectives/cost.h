@@ -1,0 +1,47 @@
+// The catalogue of core/collectives/collectives.h as functions: for each collective, the number of
+// steps and the bytes the busiest rank sends, in terms of P (ranks) and S (bytes), for S divisible by P
+// (the chunked forms) — docs/algorithms.md derives every entry.
+//
+// A *step* is a message on the critical path when each rank's sends go one after another: a message's
+// step is one more than the larger of the sender's previous send's step and the steps of the messages
+// the sender received before posting it; a collective takes as many steps as its latest message. In the
+// alpha-beta model with one message in flight per rank, a collective whose steps each carry m bytes
+// takes steps * (alpha + m / beta).
+#pragma once
+
+#include <cstdint>
+
+#include "core/collectives/collectives.h"
+#include "core/units.h"
+
+namespace bagua::collectives {
+
+struct WireCost {
+  int64_t steps = 0;
+  Bytes sent;  // bytes sent by the rank that sends the most
+  bool operator==(const WireCost&) const = default;
+};
+
+int ceil_log2(int n);   // ceil(log2 n), 0 for n = 1
+int floor_log2(int n);  // floor(log2 n)
+
+WireCost ring_reduce_scatter_cost(int ranks, Bytes size);
+WireCost ring_allgather_cost(int ranks, Bytes size);
+WireCost ring_allreduce_cost(int ranks, Bytes size);
+// `segments` = k, the number of segments the buffer is moved in.
+WireCost tree_allreduce_cost(int ranks, Bytes size, int segments = 1);
+WireCost halving_doubling_allreduce_cost(int ranks, Bytes size);
+// kNative is costed as the ring it falls back to.
+WireCost allreduce_cost(AllreduceAlgo algo, int ranks, Bytes size);
+WireCost reduce_cost(int ranks, Bytes size, int segments = 1);
+WireCost broadcast_cost(BroadcastAlgo algo, int ranks, Bytes size, int segments = 1);
+WireCost alltoall_cost(int ranks, Bytes size);
+
+// Two-level forms on `hosts` hosts of `ranks_per_host` ranks each, numbered host by host, with a ring
+// among the leaders; the broadcast's root is a host leader.
+WireCost hierarchical_allreduce_cost(int hosts, int ranks_per_host, Bytes size);
+WireCost hierarchical_reduce_scatter_cost(int hosts, int ranks_per_host, Bytes size);
+WireCost hierarchical_allgather_cost(int hosts, int ranks_per_host, Bytes size);
+WireCost hierarchical_broadcast_cost(int hosts, int ranks_per_host, Bytes size);
+
+}  // namespace bagua::collectives

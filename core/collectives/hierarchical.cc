@@ -1,0 +1,180 @@
+// Two-level collectives: within each host, then among the hosts' leaders, then within each host again.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "core/check.h"
+#include "core/collectives/collectives.h"
+#include "core/ops.h"
+
+namespace bagua::collectives {
+
+namespace {
+
+int mod(int a, int n) {
+  return ((a % n) + n) % n;
+}
+
+// The chunks of `host_ranks` (ascending world ranks), merged into runs of adjacent chunks: a single run
+// when the host's ranks are consecutive, as they are when ranks are numbered host by host.
+std::vector<BufferView> host_block(const Chunking& chunks, const std::vector<int>& host_ranks) {
+  std::vector<BufferView> runs;
+  size_t i = 0;
+  while (i < host_ranks.size()) {
+    size_t j = i + 1;
+    while (j < host_ranks.size() && host_ranks[j] == host_ranks[j - 1] + 1)
+      ++j;
+    runs.push_back(chunks.chunks(host_ranks[i], static_cast<int>(j - i)));
+    i = j;
+  }
+  return runs;
+}
+
+size_t count_of(const std::vector<BufferView>& runs) {
+  size_t n = 0;
+  for (const BufferView& run : runs)
+    n += run.count();
+  return n;
+}
+
+}  // namespace
+
+HierarchicalGroups::HierarchicalGroups(Transport& world)
+    : layout(host_layout(world)), world_size(world.size()), world_rank(world.rank()) {
+  intra = world.subgroup(layout.hosts[static_cast<size_t>(layout.my_host)]);
+  if (layout.local_rank == 0) {
+    std::vector<int> heads;
+    for (const std::vector<int>& host : layout.hosts)
+      heads.push_back(host.front());
+    leaders = world.subgroup(heads);
+  }
+}
+
+void hierarchical_allreduce(HierarchicalGroups& groups, const BufferView& data, ReduceOp op, Tag tag,
+                            AllreduceAlgo algo) {
+  // Each host reduces onto its leader (binomial tree over the host's ranks), the leaders allreduce
+  // among themselves with `algo`, and each leader broadcasts the result over its host (binomial tree).
+  if (data.count() == 0) return;
+  reduce(*groups.intra, data, 0, op, tag);
+  if (groups.is_leader()) allreduce(*groups.leaders, data, op, tag, algo);
+  broadcast(*groups.intra, data, 0, tag);
+}
+
+void hierarchical_reduce_scatter(HierarchicalGroups& groups, const BufferView& data, ReduceOp op,
+                                 Tag tag) {
+  // The data is cut into one `chunk` per world rank (world chunking); a host's `block` is the chunks of
+  // its ranks. Each host first reduces the whole buffer onto its leader. The leaders then run a ring
+  // reduce-scatter over blocks: leader h sends to the `right` leader h + 1 and receives from the `left`
+  // h - 1; in `step` s = 0 .. hosts - 2 it sends block h - s - 1 and receives block h - s - 2 into
+  // `incoming`, reducing it in, so that it ends with its own block complete. Last, the leader hands
+  // each rank of its host that rank's chunk.
+  if (data.count() == 0) return;
+  const Chunking chunks(data, groups.world_size);
+  reduce(*groups.intra, data, 0, op, tag);
+  if (groups.is_leader()) {
+    Transport& leaders = *groups.leaders;
+    const int hosts = groups.hosts();
+    const int host = groups.layout.my_host;
+    const int right = mod(host + 1, hosts);
+    const int left = mod(host - 1, hosts);
+    size_t largest_block = 0;
+    for (const std::vector<int>& ranks : groups.layout.hosts)
+      largest_block = std::max(largest_block, count_of(host_block(chunks, ranks)));
+    const Buffer incoming = Buffer::like(data, data.dtype(), largest_block);
+    for (int step = 0; step < hosts - 1; ++step) {
+      const std::vector<BufferView> outgoing_block =
+          host_block(chunks, groups.layout.hosts[static_cast<size_t>(mod(host - step - 1, hosts))]);
+      const std::vector<BufferView> block =
+          host_block(chunks, groups.layout.hosts[static_cast<size_t>(mod(host - step - 2, hosts))]);
+      std::vector<BufferView> received;
+      std::vector<RequestPtr> requests;
+      size_t offset = 0;
+      for (const BufferView& run : block) {
+        received.push_back(incoming.view().slice(offset, run.count()));
+        offset += run.count();
+        requests.push_back(leaders.irecv(received.back(), left, tag));
+      }
+      for (const BufferView& run : outgoing_block)
+        requests.push_back(leaders.isend(run, right, tag));
+      wait_all(requests);
+      for (size_t i = 0; i < block.size(); ++i)
+        bagua::reduce(block[i], received[i], op);
+    }
+  }
+  const std::vector<int>& host_ranks = groups.layout.hosts[static_cast<size_t>(groups.layout.my_host)];
+  if (groups.is_leader()) {
+    for (size_t local = 1; local < host_ranks.size(); ++local)
+      groups.intra->send(chunks.chunk(host_ranks[local]), static_cast<int>(local), tag);
+  } else {
+    groups.intra->recv(chunks.chunk(groups.world_rank), 0, tag);
+  }
+}
+
+void hierarchical_allgather(HierarchicalGroups& groups, const BufferView& data, Tag tag) {
+  // The data is cut into one `chunk` per world rank; a host's `block` is the chunks of its ranks. Every
+  // rank hands its chunk to its leader, which thus holds its host's block. The leaders run a ring
+  // allgather over blocks (`right` = host + 1, `left` = host - 1; in `step` s leader h forwards block
+  // h - s and receives block h - s - 1 in place), and each leader broadcasts the whole buffer over its
+  // host.
+  if (data.count() == 0) return;
+  const Chunking chunks(data, groups.world_size);
+  const std::vector<int>& host_ranks = groups.layout.hosts[static_cast<size_t>(groups.layout.my_host)];
+  if (groups.is_leader()) {
+    std::vector<RequestPtr> requests;
+    for (size_t local = 1; local < host_ranks.size(); ++local)
+      requests.push_back(
+          groups.intra->irecv(chunks.chunk(host_ranks[local]), static_cast<int>(local), tag));
+    wait_all(requests);
+
+    Transport& leaders = *groups.leaders;
+    const int hosts = groups.hosts();
+    const int host = groups.layout.my_host;
+    const int right = mod(host + 1, hosts);
+    const int left = mod(host - 1, hosts);
+    for (int step = 0; step < hosts - 1; ++step) {
+      const std::vector<BufferView> outgoing_block =
+          host_block(chunks, groups.layout.hosts[static_cast<size_t>(mod(host - step, hosts))]);
+      const std::vector<BufferView> block =
+          host_block(chunks, groups.layout.hosts[static_cast<size_t>(mod(host - step - 1, hosts))]);
+      std::vector<RequestPtr> step_requests;
+      for (const BufferView& run : block)
+        step_requests.push_back(leaders.irecv(run, left, tag));
+      for (const BufferView& run : outgoing_block)
+        step_requests.push_back(leaders.isend(run, right, tag));
+      wait_all(step_requests);
+    }
+  } else {
+    groups.intra->send(chunks.chunk(groups.world_rank), 0, tag);
+  }
+  broadcast(*groups.intra, data, 0, tag);
+}
+
+void hierarchical_broadcast(HierarchicalGroups& groups, const BufferView& data, int root, Tag tag) {
+  // The `root_host` is the host of world rank `root`, `root_local` its place there. If the root is not
+  // its host's leader it first sends the data to that leader; the leaders broadcast from root_host's
+  // leader (binomial tree); every leader then broadcasts over its host (binomial tree; the root
+  // receives its own data back).
+  if (root < 0 || root >= groups.world_size)
+    throw ConfigError("hierarchical_broadcast: root " + std::to_string(root) + " outside a world of " +
+                      std::to_string(groups.world_size) + " ranks (rank " +
+                      std::to_string(groups.world_rank) + ")");
+  if (data.count() == 0) return;
+  int root_host = 0;
+  int root_local = 0;
+  for (size_t h = 0; h < groups.layout.hosts.size(); ++h) {
+    const std::vector<int>& host_ranks = groups.layout.hosts[h];
+    const auto it = std::find(host_ranks.begin(), host_ranks.end(), root);
+    if (it != host_ranks.end()) {
+      root_host = static_cast<int>(h);
+      root_local = static_cast<int>(it - host_ranks.begin());
+    }
+  }
+  if (groups.layout.my_host == root_host && root_local != 0) {
+    if (groups.layout.local_rank == root_local) groups.intra->send(data, 0, tag);
+    if (groups.is_leader()) groups.intra->recv(data, root_local, tag);
+  }
+  if (groups.is_leader()) broadcast(*groups.leaders, data, root_host, tag);
+  broadcast(*groups.intra, data, 0, tag);
+}
+
+}  // namespace bagua::collectives

@@ -1,0 +1,325 @@
+// The flat collectives against closed-form results, swept over backend x rank count x element count
+// (tests/core/collectives/expect.h defines the contributions and their reductions).
+#include "core/collectives/collectives.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "core/ops.h"
+#include "tests/core/collectives/expect.h"
+#include "tests/support/worlds.h"
+
+namespace bagua::collectives {
+namespace {
+
+using testing::contribution;
+using testing::describe;
+using testing::expect_elements;
+using testing::fill_contribution;
+using testing::reduced;
+using testing::World;
+
+constexpr AllreduceAlgo kAlgos[] = {AllreduceAlgo::kRing, AllreduceAlgo::kTree,
+                                    AllreduceAlgo::kHalvingDoubling, AllreduceAlgo::kNative};
+constexpr ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax};
+constexpr DType kDTypes[] = {DType::kF32, DType::kF64, DType::kI32};
+
+class Collectives : public ::testing::TestWithParam<World> {
+ protected:
+  void run(const std::function<void(RankContext&)>& body) {
+    testing::run_ranks(GetParam().backend, GetParam().ranks, body);
+  }
+};
+
+TEST(Chunking, SizesDifferByAtMostOneAndTheFirstAreLarger) {
+  // 10 elements in 4 chunks: 3, 3, 2, 2 at offsets 0, 3, 6, 8.
+  EXPECT_EQ(chunk_range(10, 4, 0), (ChunkRange{0, 3}));
+  EXPECT_EQ(chunk_range(10, 4, 1), (ChunkRange{3, 3}));
+  EXPECT_EQ(chunk_range(10, 4, 2), (ChunkRange{6, 2}));
+  EXPECT_EQ(chunk_range(10, 4, 3), (ChunkRange{8, 2}));
+  // Fewer elements than chunks: the last chunks are empty and sit at the end.
+  EXPECT_EQ(chunk_range(2, 5, 1), (ChunkRange{1, 1}));
+  EXPECT_EQ(chunk_range(2, 5, 4), (ChunkRange{2, 0}));
+  for (size_t count : {0, 1, 7, 100, 1003})
+    for (int parts : {1, 2, 3, 7, 16}) {
+      size_t next = 0;
+      for (int i = 0; i < parts; ++i) {
+        const ChunkRange r = chunk_range(count, parts, i);
+        EXPECT_EQ(r.offset, next) << count << " in " << parts << ", chunk " << i;
+        EXPECT_EQ(r.count, count / parts + (static_cast<size_t>(i) < count % parts ? 1 : 0));
+        next = r.end();
+      }
+      EXPECT_EQ(next, count);
+    }
+  const Buffer b = Buffer::host(DType::kF32, 10);
+  const Chunking chunks(b, 4);
+  EXPECT_EQ(chunks.max_count(), 3u);
+  EXPECT_EQ(chunks.chunks(1, 2).count(), 5u);
+  EXPECT_EQ(chunks.chunk(3).data(), b.as<float>().data() + 8);
+}
+
+TEST(Algorithms, NamesRoundTripAndUnknownNamesAreRejected) {
+  for (const std::string& name : allreduce_algo_names())
+    EXPECT_EQ(to_string(parse_allreduce_algo(name)), name);
+  EXPECT_EQ(parse_allreduce_algo("halving_doubling"), AllreduceAlgo::kHalvingDoubling);
+  EXPECT_THROW(parse_allreduce_algo("butterfly"), ConfigError);
+  EXPECT_EQ(parse_broadcast_algo("chain"), BroadcastAlgo::kChain);
+  EXPECT_EQ(to_string(BroadcastAlgo::kBinomial), "binomial");
+  EXPECT_THROW(parse_broadcast_algo("star"), ConfigError);
+}
+
+TEST_P(Collectives, AllreduceEveryAlgorithmOpAndDtype) {
+  run([&](RankContext& ctx) {
+    Transport& t = ctx.transport();
+    Tag tag = 0;
+    for (size_t count : testing::element_counts(t.size()))
+      for (DType dtype : kDTypes)
+        for (ReduceOp op : kOps)
+          for (AllreduceAlgo algo : kAlgos) {
+            const Buffer data = Buffer::host(dtype, count);
+            fill_contribution(data, t.rank(), t.size());
+            allreduce(t, data, op, ++tag, algo);
+            expect_elements(
+                data, 0, count, [&](size_t i) { return reduced(op, t.size(), i); }, t.rank(),
+                describe("allreduce " + to_string(algo) + " " + to_string(op), dtype, count, ""));
+          }
+  });
+}
+
+TEST_P(Collectives, AllreduceOfI64) {
+  run([&](RankContext& ctx) {
+    Transport& t = ctx.transport();
+    const size_t count = 1000 * static_cast<size_t>(t.size()) + 3;
+    for (AllreduceAlgo algo : kAlgos) {
+      const Buffer data = Buffer::host(DType::kI64, count);
+      fill_contribution(data, t.rank(), t.size());
+      allreduce(t, data, ReduceOp::kMax, 5, algo);
+      expect_elements(
+          data, 0, count, [&](size_t i) { return reduced(ReduceOp::kMax, t.size(), i); }, t.rank(),
+          describe("allreduce max " + to_string(algo), DType::kI64, count, ""));
+    }
+  });
+}
+
+TEST_P(Collectives, TreeAllreduceInSegments) {
+  run([&](RankContext& ctx) {
+    Transport& t = ctx.transport();
+    for (size_t count : testing::element_counts(t.size()))
+      for (size_t segment : {size_t{1}, size_t{7}, size_t{1000}}) {
+        if (count / segment > 1000) continue;  // keep the message count (and the run time) small
+        const Buffer data = Buffer::host(DType::kF64, count);
+        fill_contribution(data, t.rank(), t.size());
+        tree_allreduce(t, data, ReduceOp::kSum, 3, segment);
+        expect_elements(
+            data, 0, count, [&](size_t i) { return reduced(ReduceOp::kSum, t.size(), i); }, t.rank(),
+            describe("tree allreduce", DType::kF64, count, "segment " + std::to_string(segment)));
+      }
+  });
+}
+
+TEST_P(Collectives, AllreduceAverage) {
+  run([&](RankContext& ctx) {
+    Transport& t = ctx.transport();
+    for (size_t count : testing::element_counts(t.size()))
+      for (DType dtype : {DType::kF32, DType::kF64})
+        for (AllreduceAlgo algo : kAlgos) {
+          const Buffer data = Buffer::host(dtype, count);
+          fill_contribution(data, t.rank(), t.size());
+          allreduce_average(t, data, 9, algo);
+          // The sum is exact; dividing by P rounds once (relative error below 2^-23 in f32).
+          expect_elements(
+              data, 0, count, [&](size_t i) { return reduced(ReduceOp::kSum, t.size(), i) / t.size(); },
+              t.rank(), describe("allreduce_average " + to_string(algo), dtype, count, ""), 2e-7);
+        }
+    const Buffer integers = Buffer::host(DType::kI32, 4);
+    EXPECT_THROW(allreduce_average(t, integers, 10), ConfigError);
+  });
+}
+
+TEST_P(Collectives, ReduceScatterLeavesChunkROnRankR) {
+  run([&](RankContext& ctx) {
+    Transport& t = ctx.transport();
+    for (size_t count : testing::element_counts(t.size()))
+      for (DType dtype : kDTypes)
+        for (ReduceOp op : kOps) {
+          const Buffer data = Buffer::host(dtype, count);
+          fill_contribution(data, t.rank(), t.size());
+          reduce_scatter(t, data, op, 11);
+          const ChunkRange mine = chunk_range(count, t.size(), t.rank());
+          expect_elements(
+              data, mine.offset, mine.end(), [&](size_t i) { return reduced(op, t.size(), i); },
+              t.rank(), describe("reduce_scatter " + to_string(op), dtype, count, ""));
+        }
+  });
+}
+
+TEST_P(Collectives, AllgatherGathersEveryRanksChunk) {
+  run([&](RankContext& ctx) {
+    Transport& t = ctx.transport();
+    for (size_t count : testing::element_counts(t.size()))
+      for (DType dtype : kDTypes) {
+        // Rank r fills its chunk with its contribution and the rest with -1; afterwards chunk c holds
+        // rank c's contribution.
+        const Buffer data = Buffer::host(dtype, count);
+        fill(data, -1);
+        const ChunkRange mine = chunk_range(count, t.size(), t.rank());
+        for (size_t i = mine.offset; i < mine.end(); ++i)
+          testing::set_element(data, i, contribution(t.rank(), t.size(), i));
+        allgather(t, data, 12);
+        for (int c = 0; c < t.size(); ++c) {
+          const ChunkRange theirs = chunk_range(count, t.size(), c);
+          expect_elements(
+              data, theirs.offset, theirs.end(), [&](size_t i) { return contribution(c, t.size(), i); },
+              t.rank(), describe("allgather", dtype, count, "chunk " + std::to_string(c)));
+        }
+      }
+  });
+}
+
+TEST_P(Collectives, BroadcastFromEveryKindOfRoot) {
+  run([&](RankContext& ctx) {
+    Transport& t = ctx.transport();
+    const std::vector<int> roots{0, t.size() / 2, t.size() - 1};
+    for (size_t count : testing::element_counts(t.size()))
+      for (int root : roots)
+        for (BroadcastAlgo algo : {BroadcastAlgo::kBinomial, BroadcastAlgo::kChain})
+          for (size_t segment : {size_t{0}, count < 100 ? size_t{3} : count / 7}) {
+            const Buffer data = Buffer::host(DType::kF32, count);
+            if (t.rank() == root) {
+              fill_contribution(data, root, t.size());
+            } else {
+              fill(data, -1);
+            }
+            broadcast(t, data, root, 13, algo, segment);
+            expect_elements(
+                data, 0, count, [&](size_t i) { return contribution(root, t.size(), i); }, t.rank(),
+                describe("broadcast " + to_string(algo), DType::kF32, count,
+                         "root " + std::to_string(root) + " segment " + std::to_string(segment)));
+          }
+  });
+}
+
+TEST_P(Collectives, ReduceToEveryKindOfRoot) {
+  run([&](RankContext& ctx) {
+    Transport& t = ctx.transport();
+    const std::vector<int> roots{0, t.size() / 2, t.size() - 1};
+    for (size_t count : testing::element_counts(t.size()))
+      for (int root : roots)
+        for (ReduceOp op : kOps)
+          for (size_t segment : {size_t{0}, count < 100 ? size_t{5} : count / 6}) {
+            const Buffer data = Buffer::host(DType::kI32, count);
+            fill_contribution(data, t.rank(), t.size());
+            reduce(t, data, root, op, 14, segment);
+            if (t.rank() != root) continue;
+            expect_elements(
+                data, 0, count, [&](size_t i) { return reduced(op, t.size(), i); }, t.rank(),
+                describe("reduce " + to_string(op), DType::kI32, count,
+                         "root " + std::to_string(root) + " segment " + std::to_string(segment)));
+          }
+  });
+}
+
+TEST_P(Collectives, AlltoallDeliversChunkIOfRankJToChunkJOfRankI) {
+  run([&](RankContext& ctx) {
+    Transport& t = ctx.transport();
+    const size_t p = static_cast<size_t>(t.size());
+    // Element e of the chunk rank `src` sends to rank `dst` is src * 100000 + dst * 1000 + e.
+    auto value = [](size_t src, size_t dst, size_t e) {
+      return static_cast<double>(src * 100000 + dst * 1000 + e);
+    };
+    for (size_t per_rank : {size_t{0}, size_t{1}, size_t{7}, size_t{999}})
+      for (DType dtype : {DType::kF32, DType::kI32}) {
+        const size_t count = per_rank * p;
+        const Buffer send = Buffer::host(dtype, count);
+        const Buffer recv = Buffer::host(dtype, count);
+        fill(recv, -1);
+        for (size_t dst = 0; dst < p; ++dst)
+          for (size_t e = 0; e < per_rank; ++e)
+            testing::set_element(send, dst * per_rank + e,
+                                 value(static_cast<size_t>(t.rank()), dst, e));
+        alltoall(t, send, recv, 15);
+        expect_elements(
+            recv, 0, count,
+            [&](size_t i) { return value(i / per_rank, static_cast<size_t>(t.rank()), i % per_rank); },
+            t.rank(), describe("alltoall", dtype, count, ""));
+      }
+    if (t.size() > 1) {
+      const Buffer uneven = Buffer::host(DType::kF32, p + 1);
+      const Buffer out = Buffer::host(DType::kF32, p + 1);
+      EXPECT_THROW(alltoall(t, uneven, out, 16), ConfigError);
+    }
+    const Buffer a = Buffer::host(DType::kF32, p);
+    const Buffer b = Buffer::host(DType::kF64, p);
+    EXPECT_THROW(alltoall(t, a, b, 16), ConfigError);
+  });
+}
+
+TEST_P(Collectives, RootsOutsideTheGroupAreRejected) {
+  run([&](RankContext& ctx) {
+    Transport& t = ctx.transport();
+    const Buffer data = Buffer::host(DType::kF32, 4);
+    EXPECT_THROW(broadcast(t, data, t.size(), 17), ConfigError);
+    EXPECT_THROW(reduce(t, data, -1, ReduceOp::kSum, 17), ConfigError);
+  });
+}
+
+TEST_P(Collectives, MetaBuffersRunEveryCollective) {
+  // Meta buffers carry no data; every collective must still complete (its bytes are checked against the
+  // catalogue in cost_test.cc).
+  run([&](RankContext& ctx) {
+    Transport& t = ctx.transport();
+    const size_t count = 1000 * static_cast<size_t>(t.size()) + 3;
+    const Buffer data = Buffer::meta(DType::kF32, count);
+    for (AllreduceAlgo algo : kAlgos)
+      allreduce(t, data, ReduceOp::kSum, 20, algo);
+    allreduce_average(t, data, 21);
+    tree_allreduce(t, data, ReduceOp::kMax, 22, 100);
+    reduce_scatter(t, data, ReduceOp::kSum, 23);
+    allgather(t, data, 24);
+    broadcast(t, data, t.size() - 1, 25, BroadcastAlgo::kBinomial);
+    broadcast(t, data, 0, 26, BroadcastAlgo::kChain, 100);
+    reduce(t, data, t.size() / 2, ReduceOp::kMin, 27);
+    const Buffer send = Buffer::meta(DType::kF32, 10 * static_cast<size_t>(t.size()));
+    const Buffer recv = Buffer::meta(DType::kF32, 10 * static_cast<size_t>(t.size()));
+    alltoall(t, send, recv, 28);
+    EXPECT_TRUE(data.is_meta());
+    EXPECT_EQ(data.view().data(), nullptr);
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Worlds, Collectives, ::testing::ValuesIn(testing::all_worlds()),
+                         testing::world_name);
+
+std::vector<World> large_worlds() {
+  std::vector<World> worlds;
+  for (testing::Backend b : testing::all_backends())
+    for (int p : {4, 8})
+      worlds.push_back({b, p});
+  return worlds;
+}
+
+// About a million elements, on 4 and 8 ranks and the bandwidth-bound algorithms only, to keep time low.
+class LargeCollectives : public Collectives {};
+
+TEST_P(LargeCollectives, AllreduceOfAMillionElements) {
+  run([&](RankContext& ctx) {
+    Transport& t = ctx.transport();
+    const size_t count = (size_t{1} << 20) + 3;
+    for (AllreduceAlgo algo : {AllreduceAlgo::kRing, AllreduceAlgo::kHalvingDoubling}) {
+      const Buffer data = Buffer::host(DType::kF32, count);
+      fill_contribution(data, t.rank(), t.size());
+      allreduce(t, data, ReduceOp::kSum, 1, algo);
+      expect_elements(
+          data, 0, count, [&](size_t i) { return reduced(ReduceOp::kSum, t.size(), i); }, t.rank(),
+          describe("allreduce " + to_string(algo), DType::kF32, count, ""));
+    }
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Worlds, LargeCollectives, ::testing::ValuesIn(large_worlds()),
+                         testing::world_name);
+
+}  // namespace
+}  // namespace bagua::collectives

@@ -1,0 +1,195 @@
+// The catalogue (core/collectives/cost.h, docs/algorithms.md) against what the collectives really send:
+// every collective runs on meta buffers through a RecordingTransport, which counts each rank's bytes
+// and the step of every message; the busiest rank's bytes and the latest step must equal the closed
+// forms.
+#include "core/collectives/cost.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/collectives/collectives.h"
+#include "tests/core/collectives/expect.h"
+#include "tests/core/collectives/recording_transport.h"
+#include "tests/support/worlds.h"
+
+namespace bagua::collectives {
+namespace {
+
+using testing::Backend;
+
+WireCost measure(Backend backend, int ranks, int ranks_per_host,
+                 const std::function<void(Transport&)>& body) {
+  auto ledger = std::make_shared<testing::Ledger>();
+  std::vector<testing::RankRecord> records(static_cast<size_t>(ranks));
+  testing::run_ranks(
+      backend, ranks,
+      [&](RankContext& ctx) {
+        testing::RecordingTransport t(ctx.transport(), ledger,
+                                      &records[static_cast<size_t>(ctx.transport().rank())]);
+        body(t);
+      },
+      ranks_per_host);
+  WireCost cost;
+  for (const testing::RankRecord& r : records) {
+    cost.steps = std::max(cost.steps, r.clock);
+    cost.sent = std::max(cost.sent, Bytes(r.bytes));
+  }
+  return cost;
+}
+
+std::string show(const WireCost& c) {
+  return std::to_string(c.steps) + " steps, " + std::to_string(c.sent.count()) + " bytes";
+}
+
+TEST(Catalogue, WorkedExamples) {
+  // Ring allreduce, P = 4, S = 4096 B: 2 (P - 1) = 6 steps of S / P = 1024 B.
+  EXPECT_EQ(ring_allreduce_cost(4, Bytes(4096)), (WireCost{6, Bytes(6144)}));
+  // Reduce-scatter and allgather, P = 4: 3 steps of 1024 B each.
+  EXPECT_EQ(ring_reduce_scatter_cost(4, Bytes(4096)), (WireCost{3, Bytes(3072)}));
+  EXPECT_EQ(ring_allgather_cost(4, Bytes(4096)), (WireCost{3, Bytes(3072)}));
+  // Halving-doubling, P = 8, S = 8192 B: 2 log2 8 = 6 steps; 2 (4096 + 2048 + 1024) = 14336 B.
+  EXPECT_EQ(halving_doubling_allreduce_cost(8, Bytes(8192)), (WireCost{6, Bytes(14336)}));
+  // P = 6 folds 2 ranks into P' = 4: 2 * 2 + 2 = 6 steps; a partner sends 2 (3072 + 1536) + the whole
+  // 6144 B back = 15360 B.
+  EXPECT_EQ(halving_doubling_allreduce_cost(6, Bytes(6144)), (WireCost{6, Bytes(15360)}));
+  // Tree, P = 5, S = 1000 B: reduce floor(lg 5) = 2 levels, broadcast: the root sends to its
+  // ceil(lg 5) = 3 children in turn, 3000 B.
+  EXPECT_EQ(tree_allreduce_cost(5, Bytes(1000)), (WireCost{5, Bytes(3000)}));
+  // Chain broadcast, P = 4, k = 3 segments: the last segment leaves rank 2 at step 2 + 3 = 5.
+  EXPECT_EQ(broadcast_cost(BroadcastAlgo::kChain, 4, Bytes(3000), 3), (WireCost{5, Bytes(3000)}));
+  // Alltoall, P = 4, S = 4096 B: 3 steps of 1024 B.
+  EXPECT_EQ(alltoall_cost(4, Bytes(4096)), (WireCost{3, Bytes(3072)}));
+  // Hierarchical allreduce, 4 hosts of 2, S = 4096 B: reduce 1 + ring 6 + broadcast 1 = 8 steps; a
+  // leader sends the ring's 6 * 1024 B and the whole buffer to its host peer: 10240 B.
+  EXPECT_EQ(hierarchical_allreduce_cost(4, 2, Bytes(4096)), (WireCost{8, Bytes(10240)}));
+  // One rank or nothing to send: free.
+  EXPECT_EQ(ring_allreduce_cost(1, Bytes(4096)), (WireCost{}));
+  EXPECT_EQ(tree_allreduce_cost(8, Bytes(0)), (WireCost{}));
+  EXPECT_THROW(ring_allreduce_cost(3, Bytes(1000)), ConfigError);  // S not divisible by P
+  EXPECT_EQ(ceil_log2(5), 3);
+  EXPECT_EQ(floor_log2(5), 2);
+  EXPECT_EQ(ceil_log2(8), 3);
+  EXPECT_EQ(floor_log2(8), 3);
+  EXPECT_EQ(ceil_log2(1), 0);
+}
+
+struct World {
+  Backend backend;
+  int ranks;
+};
+
+class FlatCatalogue : public ::testing::TestWithParam<World> {};
+
+TEST_P(FlatCatalogue, MeasuredStepsAndBytesMatchTheClosedForms) {
+  const auto [backend, ranks] = GetParam();
+  // 64 f32 per rank: S = 256 P bytes, divisible by P and by every power of two up to 64.
+  const size_t count = 64 * static_cast<size_t>(ranks);
+  const Bytes size(static_cast<int64_t>(count * 4));
+  const int segments = 4;
+  const size_t segment_elements = count / segments;
+  auto check = [&](const std::string& what, const WireCost& expected,
+                   const std::function<void(Transport&)>& body) {
+    const WireCost measured = measure(backend, ranks, 1, body);
+    EXPECT_EQ(measured, expected) << what << " on " << ranks << " ranks: measured " << show(measured)
+                                  << ", catalogue " << show(expected);
+  };
+  const Buffer data = Buffer::meta(DType::kF32, count);
+  for (AllreduceAlgo algo : {AllreduceAlgo::kRing, AllreduceAlgo::kTree,
+                             AllreduceAlgo::kHalvingDoubling, AllreduceAlgo::kNative})
+    check("allreduce " + to_string(algo), allreduce_cost(algo, ranks, size),
+          [&](Transport& t) { allreduce(t, data, ReduceOp::kSum, 1, algo); });
+  check("tree allreduce in segments", tree_allreduce_cost(ranks, size, segments),
+        [&](Transport& t) { tree_allreduce(t, data, ReduceOp::kSum, 1, segment_elements); });
+  check("reduce_scatter", ring_reduce_scatter_cost(ranks, size),
+        [&](Transport& t) { reduce_scatter(t, data, ReduceOp::kSum, 1); });
+  check("allgather", ring_allgather_cost(ranks, size), [&](Transport& t) { allgather(t, data, 1); });
+  check("reduce", reduce_cost(ranks, size),
+        [&](Transport& t) { reduce(t, data, ranks - 1, ReduceOp::kSum, 1); });
+  check("reduce in segments", reduce_cost(ranks, size, segments),
+        [&](Transport& t) { reduce(t, data, 0, ReduceOp::kSum, 1, segment_elements); });
+  for (BroadcastAlgo algo : {BroadcastAlgo::kBinomial, BroadcastAlgo::kChain}) {
+    check("broadcast " + to_string(algo), broadcast_cost(algo, ranks, size),
+          [&](Transport& t) { broadcast(t, data, ranks / 2, 1, algo); });
+    check("broadcast in segments " + to_string(algo), broadcast_cost(algo, ranks, size, segments),
+          [&](Transport& t) { broadcast(t, data, ranks - 1, 1, algo, segment_elements); });
+  }
+  check("alltoall", alltoall_cost(ranks, size), [&](Transport& t) {
+    const Buffer recv = Buffer::meta(DType::kF32, count);
+    alltoall(t, data, recv, 1);
+  });
+}
+
+std::vector<World> flat_worlds() {
+  std::vector<World> worlds;
+  for (Backend b : testing::all_backends())
+    for (int p : {1, 2, 3, 4, 5, 6, 7, 8, 16})
+      worlds.push_back({b, p});
+  return worlds;
+}
+
+INSTANTIATE_TEST_SUITE_P(Worlds, FlatCatalogue, ::testing::ValuesIn(flat_worlds()),
+                         [](const ::testing::TestParamInfo<World>& info) {
+                           return testing::to_string(info.param.backend) + "_P" +
+                                  std::to_string(info.param.ranks);
+                         });
+
+struct Hosts {
+  Backend backend;
+  int hosts;
+  int ranks_per_host;
+};
+
+class HierarchicalCatalogue : public ::testing::TestWithParam<Hosts> {};
+
+TEST_P(HierarchicalCatalogue, MeasuredStepsAndBytesMatchTheClosedForms) {
+  const auto [backend, hosts, ranks_per_host] = GetParam();
+  const int ranks = hosts * ranks_per_host;
+  const size_t count = 64 * static_cast<size_t>(ranks);
+  const Bytes size(static_cast<int64_t>(count * 4));
+  auto check = [&](const std::string& what, const WireCost& expected,
+                   const std::function<void(HierarchicalGroups&)>& body) {
+    const WireCost measured = measure(backend, ranks, ranks_per_host, [&](Transport& t) {
+      HierarchicalGroups groups(t);
+      body(groups);
+    });
+    EXPECT_EQ(measured, expected) << what << " on " << hosts << " hosts x " << ranks_per_host
+                                  << ": measured " << show(measured) << ", catalogue "
+                                  << show(expected);
+  };
+  const Buffer data = Buffer::meta(DType::kF32, count);
+  check("hierarchical allreduce", hierarchical_allreduce_cost(hosts, ranks_per_host, size),
+        [&](HierarchicalGroups& g) { hierarchical_allreduce(g, data, ReduceOp::kSum, 1); });
+  check("hierarchical reduce_scatter", hierarchical_reduce_scatter_cost(hosts, ranks_per_host, size),
+        [&](HierarchicalGroups& g) { hierarchical_reduce_scatter(g, data, ReduceOp::kSum, 1); });
+  check("hierarchical allgather", hierarchical_allgather_cost(hosts, ranks_per_host, size),
+        [&](HierarchicalGroups& g) { hierarchical_allgather(g, data, 1); });
+  // Roots that lead a host: the first, and the leader of the last host.
+  for (int root : {0, (hosts - 1) * ranks_per_host})
+    check("hierarchical broadcast from " + std::to_string(root),
+          hierarchical_broadcast_cost(hosts, ranks_per_host, size),
+          [&](HierarchicalGroups& g) { hierarchical_broadcast(g, data, root, 1); });
+}
+
+std::vector<Hosts> host_layouts() {
+  std::vector<Hosts> layouts;
+  for (Backend b : testing::all_backends())
+    for (auto [h, q] : std::vector<std::pair<int, int>>{
+             {1, 4}, {3, 1}, {2, 2}, {2, 3}, {4, 2}, {2, 4}, {4, 4}, {3, 5}})
+      layouts.push_back({b, h, q});
+  return layouts;
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, HierarchicalCatalogue, ::testing::ValuesIn(host_layouts()),
+                         [](const ::testing::TestParamInfo<Hosts>& info) {
+                           return testing::to_string(info.param.backend) + "_" +
+                                  std::to_string(info.param.hosts) + "x" +
+                                  std::to_string(info.param.ranks_per_host);
+                         });
+
+}  // namespace
+}  // namespace bagua::collectives

@@ -1,0 +1,207 @@
+// The two-level collectives give the flat collectives' closed-form results on uniform, uneven and
+// interleaved host layouts.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/collectives/collectives.h"
+#include "core/ops.h"
+#include "tests/core/collectives/expect.h"
+#include "tests/support/worlds.h"
+
+namespace bagua::collectives {
+namespace {
+
+using testing::Backend;
+using testing::contribution;
+using testing::describe;
+using testing::expect_elements;
+using testing::fill_contribution;
+using testing::reduced;
+
+// A world of `ranks` ranks, `ranks_per_host` per host; the collectives run on the subgroup `members` of
+// it when that is not empty (the way to get uneven or interleaved layouts on a simulated cluster, whose
+// hosts all hold the same number of ranks).
+struct Layout {
+  Backend backend;
+  int ranks;
+  int ranks_per_host;
+  std::vector<int> members;
+  std::string name;
+};
+
+std::vector<Layout> layouts() {
+  std::vector<Layout> all;
+  for (Backend b : testing::all_backends()) {
+    const std::string prefix = testing::to_string(b) + "_";
+    all.push_back({b, 1, 1, {}, prefix + "1x1"});
+    all.push_back({b, 3, 1, {}, prefix + "3x1"});
+    all.push_back({b, 4, 2, {}, prefix + "2x2"});
+    all.push_back({b, 6, 3, {}, prefix + "2x3"});
+    all.push_back({b, 8, 2, {}, prefix + "4x2"});
+    all.push_back({b, 8, 4, {}, prefix + "2x4"});
+    all.push_back({b, 16, 4, {}, prefix + "4x4"});
+    // Hosts {0, 1}, {2, 3}, {4}.
+    all.push_back({b, 6, 2, {0, 1, 2, 3, 4}, prefix + "uneven_2_2_1"});
+    // Hosts {0, 2}, {1, 3}: a host's ranks are not consecutive.
+    all.push_back({b, 4, 2, {0, 2, 1, 3}, prefix + "interleaved_2x2"});
+    // World hosts {0, 1, 2}, {3, 4, 5}; the group is world ranks 5, 0, 3, 1: hosts {1, 3}, {0, 2}.
+    all.push_back({b, 6, 3, {5, 0, 3, 1}, prefix + "shuffled_2x2"});
+    if (b == Backend::kThreads) {
+      // A threads world may leave its last host short.
+      all.push_back({b, 8, 3, {}, prefix + "uneven_3_3_2"});
+      all.push_back({b, 7, 4, {}, prefix + "uneven_4_3"});
+    }
+  }
+  return all;
+}
+
+class Hierarchical : public ::testing::TestWithParam<Layout> {
+ protected:
+  // Runs `body` on the layout's group with groups built for it.
+  void run(const std::function<void(Transport&, HierarchicalGroups&)>& body) {
+    const Layout& layout = GetParam();
+    testing::run_ranks(
+        layout.backend, layout.ranks,
+        [&](RankContext& ctx) {
+          Transport& world = ctx.transport();
+          std::unique_ptr<Transport> group;
+          if (!layout.members.empty()) {
+            if (std::find(layout.members.begin(), layout.members.end(), world.rank()) ==
+                layout.members.end())
+              return;
+            group = world.subgroup(layout.members);
+          }
+          Transport& t = group ? *group : world;
+          HierarchicalGroups groups(t);
+          body(t, groups);
+        },
+        layout.ranks_per_host);
+  }
+};
+
+constexpr AllreduceAlgo kAlgos[] = {AllreduceAlgo::kRing, AllreduceAlgo::kTree,
+                                    AllreduceAlgo::kHalvingDoubling, AllreduceAlgo::kNative};
+
+TEST_P(Hierarchical, GroupsFollowTheHostLayout) {
+  run([](Transport& t, HierarchicalGroups& groups) {
+    const HostLayout layout = host_layout(t);
+    const std::vector<int>& mine = layout.hosts[static_cast<size_t>(layout.my_host)];
+    EXPECT_EQ(groups.intra->size(), static_cast<int>(mine.size()));
+    EXPECT_EQ(groups.is_leader(), t.rank() == mine.front());
+    if (groups.is_leader()) {
+      EXPECT_EQ(groups.leaders->size(), static_cast<int>(layout.hosts.size()));
+      EXPECT_EQ(groups.leaders->rank(), layout.my_host);
+    }
+    EXPECT_EQ(groups.world_size, t.size());
+    EXPECT_EQ(groups.world_rank, t.rank());
+  });
+}
+
+TEST_P(Hierarchical, AllreduceMatchesTheFlatResult) {
+  run([](Transport& t, HierarchicalGroups& groups) {
+    Tag tag = 100;
+    for (size_t count : testing::element_counts(t.size()))
+      for (DType dtype : {DType::kF32, DType::kI32})
+        for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax})
+          for (AllreduceAlgo algo : kAlgos) {
+            const Buffer data = Buffer::host(dtype, count);
+            fill_contribution(data, t.rank(), t.size());
+            hierarchical_allreduce(groups, data, op, ++tag, algo);
+            expect_elements(
+                data, 0, count, [&](size_t i) { return reduced(op, t.size(), i); }, t.rank(),
+                describe("hierarchical allreduce " + to_string(algo) + " " + to_string(op), dtype,
+                         count, ""));
+          }
+  });
+}
+
+TEST_P(Hierarchical, AllreduceAverage) {
+  run([](Transport& t, HierarchicalGroups& groups) {
+    const size_t count = 1000 * static_cast<size_t>(t.size()) + 3;
+    const Buffer data = Buffer::host(DType::kF64, count);
+    fill_contribution(data, t.rank(), t.size());
+    hierarchical_allreduce_average(groups, data, 1);
+    expect_elements(
+        data, 0, count, [&](size_t i) { return reduced(ReduceOp::kSum, t.size(), i) / t.size(); },
+        t.rank(), describe("hierarchical allreduce_average", DType::kF64, count, ""), 1e-15);
+    const Buffer integers = Buffer::host(DType::kI64, 3);
+    EXPECT_THROW(hierarchical_allreduce_average(groups, integers, 2), ConfigError);
+  });
+}
+
+TEST_P(Hierarchical, ReduceScatterLeavesChunkROnRankR) {
+  run([](Transport& t, HierarchicalGroups& groups) {
+    for (size_t count : testing::element_counts(t.size()))
+      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMin}) {
+        const Buffer data = Buffer::host(DType::kF32, count);
+        fill_contribution(data, t.rank(), t.size());
+        hierarchical_reduce_scatter(groups, data, op, 3);
+        const ChunkRange mine = chunk_range(count, t.size(), t.rank());
+        expect_elements(
+            data, mine.offset, mine.end(), [&](size_t i) { return reduced(op, t.size(), i); }, t.rank(),
+            describe("hierarchical reduce_scatter " + to_string(op), DType::kF32, count, ""));
+      }
+  });
+}
+
+TEST_P(Hierarchical, AllgatherGathersEveryRanksChunk) {
+  run([](Transport& t, HierarchicalGroups& groups) {
+    for (size_t count : testing::element_counts(t.size())) {
+      const Buffer data = Buffer::host(DType::kI32, count);
+      fill(data, -1);
+      const ChunkRange mine = chunk_range(count, t.size(), t.rank());
+      for (size_t i = mine.offset; i < mine.end(); ++i)
+        testing::set_element(data, i, contribution(t.rank(), t.size(), i));
+      hierarchical_allgather(groups, data, 4);
+      for (int c = 0; c < t.size(); ++c) {
+        const ChunkRange theirs = chunk_range(count, t.size(), c);
+        expect_elements(
+            data, theirs.offset, theirs.end(), [&](size_t i) { return contribution(c, t.size(), i); },
+            t.rank(),
+            describe("hierarchical allgather", DType::kI32, count, "chunk " + std::to_string(c)));
+      }
+    }
+  });
+}
+
+TEST_P(Hierarchical, BroadcastFromEveryRoot) {
+  run([](Transport& t, HierarchicalGroups& groups) {
+    const size_t count = 1000 * static_cast<size_t>(t.size()) + 3;
+    for (int root = 0; root < t.size(); ++root) {
+      const Buffer data = Buffer::host(DType::kF32, count);
+      if (t.rank() == root) {
+        fill_contribution(data, root, t.size());
+      } else {
+        fill(data, -1);
+      }
+      hierarchical_broadcast(groups, data, root, 5);
+      expect_elements(
+          data, 0, count, [&](size_t i) { return contribution(root, t.size(), i); }, t.rank(),
+          describe("hierarchical broadcast", DType::kF32, count, "root " + std::to_string(root)));
+    }
+    const Buffer data = Buffer::host(DType::kF32, 1);
+    EXPECT_THROW(hierarchical_broadcast(groups, data, t.size(), 6), ConfigError);
+  });
+}
+
+TEST_P(Hierarchical, MetaBuffersRunEveryCollective) {
+  run([](Transport& t, HierarchicalGroups& groups) {
+    const Buffer data = Buffer::meta(DType::kF32, 1000 * static_cast<size_t>(t.size()) + 3);
+    for (AllreduceAlgo algo : kAlgos)
+      hierarchical_allreduce(groups, data, ReduceOp::kSum, 7, algo);
+    hierarchical_allreduce_average(groups, data, 8);
+    hierarchical_reduce_scatter(groups, data, ReduceOp::kSum, 9);
+    hierarchical_allgather(groups, data, 10);
+    hierarchical_broadcast(groups, data, t.size() - 1, 11);
+    EXPECT_EQ(data.view().data(), nullptr);
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, Hierarchical, ::testing::ValuesIn(layouts()),
+                         [](const ::testing::TestParamInfo<Layout>& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace bagua::collectives

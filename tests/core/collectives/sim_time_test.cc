@@ -1,0 +1,117 @@
+// Exact simulated times of collectives on a star, against the catalogue's step counts in the alpha-beta
+// closed form: a step that moves m bytes between disjoint pairs of hosts takes L + m / B.
+//
+// The cluster: P hosts of one device each on one switch. A NIC link has bandwidth B = 100 Gbit/s =
+// 12.5 GB/s (12.5 bytes per ns) and latency 1 us each way; the device <-> host links are 1 PB/s with no
+// latency, so that they neither add latency nor limit a flow. A message between two hosts crosses
+// src.dev.up, src.nic.up, dst.nic.down and dst.dev.down: L = 0 + 1 us + 1 us + 0 = 2000 ns, and its
+// rate is the slowest link's, B. In every step below each NIC link carries at most one flow, so no
+// flows share a link and a message of m bytes takes exactly L + m / B (m / B a whole number of ns
+// here).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <functional>
+
+#include "core/collectives/collectives.h"
+#include "core/ops.h"
+#include "netsim/simulation.h"
+
+namespace bagua::collectives {
+namespace {
+
+constexpr int64_t kRouteLatencyNs = 2000;  // 1 us up + 1 us down, as above
+constexpr double kBytesPerNs = 12.5;       // 100 Gbit/s
+
+netsim::ClusterSpec star(int hosts) {
+  netsim::ClusterSpec spec;
+  spec.hosts = hosts;
+  spec.devices_per_host = 1;
+  spec.intra_host = {Bandwidth::bytes_per_second(1e15), Time::zero()};
+  spec.nic = {Bandwidth::gbps(100), Time::us(1)};
+  spec.topology = netsim::TopologyKind::kStar;
+  spec.device = {1e12, Bandwidth::gigabytes_per_second(100)};
+  return spec;
+}
+
+// Simulated time of `body` on a star of `hosts` hosts.
+Time simulate(int hosts, const std::function<void(Transport&)>& body) {
+  netsim::Simulation simulation(star(hosts));
+  return simulation.run([&](RankContext& ctx) { body(ctx.transport()); });
+}
+
+// Time of one step that moves `bytes` per message.
+int64_t step_ns(int64_t bytes) {
+  const double ns = static_cast<double>(bytes) / kBytesPerNs;
+  EXPECT_EQ(ns, static_cast<double>(static_cast<int64_t>(ns))) << "choose sizes that take whole ns";
+  return kRouteLatencyNs + static_cast<int64_t>(ns);
+}
+
+TEST(SimulatedTime, RingAllreduceTakesTwoPMinusOneSteps) {
+  // 2 (P - 1) steps of one chunk, S / P = 1.25 MB, each 2000 + 1'250'000 / 12.5 = 102'000 ns:
+  // P = 2: 204'000 ns, P = 3: 408'000 ns, P = 4: 612'000 ns, P = 8: 1'428'000 ns.
+  for (int ranks : {2, 3, 4, 8}) {
+    const int64_t chunk_bytes = 1'250'000;
+    const Buffer data = Buffer::meta(DType::kF32, static_cast<size_t>(ranks * chunk_bytes / 4));
+    const Time t = simulate(ranks, [&](Transport& tr) { allreduce(tr, data, ReduceOp::kSum, 1); });
+    EXPECT_EQ(t.nanoseconds(), 2 * (ranks - 1) * step_ns(chunk_bytes)) << ranks << " ranks";
+  }
+  EXPECT_EQ(2 * 3 * step_ns(1'250'000), 612'000);  // the P = 4 figure above
+}
+
+TEST(SimulatedTime, RingAllreduceMovesRealDataInTheSameTime) {
+  // Materialized buffers cost exactly what meta buffers cost: P = 4, 1.25 MB chunks, 612'000 ns.
+  const int ranks = 4;
+  const size_t count = 4 * 1'250'000 / 4;
+  const Time t = simulate(ranks, [&](Transport& tr) {
+    Buffer data = Buffer::host(DType::kF32, count);
+    fill(data, tr.rank() + 1);
+    allreduce(tr, data, ReduceOp::kSum, 1);
+    EXPECT_EQ(data.as<float>()[count - 1], 10.0f);  // 1 + 2 + 3 + 4
+  });
+  EXPECT_EQ(t.nanoseconds(), 612'000);
+}
+
+TEST(SimulatedTime, HalvingDoublingAllreduce) {
+  // P = 4, S = 5 MB: halving moves S/2 then S/4, doubling S/4 then S/2, each step between disjoint
+  // pairs: 2 (2000 + 200'000) + 2 (2000 + 100'000) = 608'000 ns.
+  const Buffer data = Buffer::meta(DType::kF32, 5'000'000 / 4);
+  const Time t = simulate(4, [&](Transport& tr) {
+    allreduce(tr, data, ReduceOp::kSum, 1, AllreduceAlgo::kHalvingDoubling);
+  });
+  EXPECT_EQ(t.nanoseconds(), 2 * step_ns(2'500'000) + 2 * step_ns(1'250'000));
+  EXPECT_EQ(t.nanoseconds(), 608'000);
+}
+
+TEST(SimulatedTime, AlltoallTakesPMinusOneSteps) {
+  // P = 5, S = 5 * 1.25 MB: in step s rank r sends to r + s and receives from r - s, one flow per NIC
+  // link: 4 steps of 102'000 ns = 408'000 ns.
+  const size_t count = 5 * 1'250'000 / 4;
+  const Buffer send = Buffer::meta(DType::kF32, count);
+  const Buffer recv = Buffer::meta(DType::kF32, count);
+  const Time t = simulate(5, [&](Transport& tr) { alltoall(tr, send, recv, 1); });
+  EXPECT_EQ(t.nanoseconds(), 4 * step_ns(1'250'000));
+}
+
+TEST(SimulatedTime, BinomialBroadcastTakesCeilLog2PSteps) {
+  // P = 8, S = 2.5 MB: the root sends to 4, 2, 1 one after another; each step's senders and receivers
+  // are disjoint: 3 steps of 2000 + 200'000 ns = 606'000 ns. P = 5: ceil(lg 5) = 3 steps as well.
+  const Buffer data = Buffer::meta(DType::kF32, 2'500'000 / 4);
+  for (int ranks : {8, 5}) {
+    const Time t = simulate(ranks, [&](Transport& tr) { broadcast(tr, data, 0, 1); });
+    EXPECT_EQ(t.nanoseconds(), 3 * step_ns(2'500'000)) << ranks << " ranks";
+  }
+}
+
+TEST(SimulatedTime, ChainBroadcastPipelinesSegments) {
+  // P = 4, S = 5 MB in k = 4 segments of 1.25 MB: segment j leaves rank i at step i + j + 1, so the
+  // last arrives after P + k - 2 = 6 steps of 102'000 ns = 612'000 ns.
+  const size_t count = 5'000'000 / 4;
+  const Buffer data = Buffer::meta(DType::kF32, count);
+  const Time t =
+      simulate(4, [&](Transport& tr) { broadcast(tr, data, 0, 1, BroadcastAlgo::kChain, count / 4); });
+  EXPECT_EQ(t.nanoseconds(), 6 * step_ns(1'250'000));
+}
+
+}  // namespace
+}  // namespace bagua::collectives
