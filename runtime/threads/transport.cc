@@ -10,6 +10,7 @@ namespace bagua::runtime::threads {
 
 struct Mailbox::Slot {
   bool done = false;
+  bool cancelled = false;  // its request was destroyed before a message arrived: never deliver
 };
 
 namespace {
@@ -24,6 +25,11 @@ class RecvRequest final : public Request {
  public:
   RecvRequest(std::shared_ptr<Mailbox> mailbox, std::shared_ptr<Mailbox::Slot> slot)
       : mailbox_(std::move(mailbox)), slot_(std::move(slot)) {}
+  // A receive abandoned before completion (its rank is unwinding an exception) must never be written
+  // into: its buffer may be gone.
+  ~RecvRequest() override { mailbox_->cancel(*slot_); }
+  RecvRequest(const RecvRequest&) = delete;
+  RecvRequest& operator=(const RecvRequest&) = delete;
   bool test() override { return mailbox_->done(*slot_); }
   void wait() override { mailbox_->wait(*slot_); }
 
@@ -61,6 +67,7 @@ void Mailbox::post_send(const Key& key, const BufferView& data) {
   }
   std::lock_guard<std::mutex> lock(mu_);
   Queue& q = queues_[key];
+  while (!q.receives.empty() && q.receives.front().first->cancelled) q.receives.pop_front();
   if (!q.receives.empty()) {
     auto [slot, into] = std::move(q.receives.front());
     q.receives.pop_front();
@@ -100,6 +107,11 @@ void Mailbox::wait(const Slot& slot) {
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait(lock, [&] { return slot.done || !abort_reason_.empty(); });
   if (!slot.done) throw std::runtime_error(abort_reason_);
+}
+
+void Mailbox::cancel(Slot& slot) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!slot.done) slot.cancelled = true;
 }
 
 void Mailbox::abort(const std::string& why) {

@@ -38,6 +38,8 @@ class Mailbox {
   // Posts a receive; the returned slot completes when a message has been copied into `data`.
   std::shared_ptr<Slot> post_recv(const Key& key, const BufferView& data);
   bool done(const Slot& slot);
+  // The receive's request is gone: a later message must not be delivered into its buffer.
+  void cancel(Slot& slot);
   void wait(const Slot& slot);
   // Wakes every waiter with an error: a rank failed, nobody should wait forever.
   void abort(const std::string& why);
