@@ -1,0 +1,215 @@
+// Our ring allreduce (collectives::allreduce, kRing, over the MPI transport) against Open MPI's own
+// MPI_Allreduce (kNative), f32 sum, message sizes from 1 KiB to 64 MiB in powers of 4.
+//
+//   mpirun -np 4 build/<dir>/bench/bench_mpi_allreduce [--min-bytes 1024] [--max-bytes 67108864]
+//                                                      [--factor 4] [--warmup 3] [--repeats 20]
+//   (as root add --allow-run-as-root; with more ranks than cores add --oversubscribe)
+//
+// With --pingpong instead: the bandwidth between rank 0 and rank 1 (the link an emulated network
+// shapes): rank 0 sends `size` bytes to rank 1 over the MPI transport and rank 1 answers with one byte;
+// the median round trip over the sizes gives the one-way rate in Mbit/s. Other ranks wait.
+//
+// A collective must be run the same number of times on every rank, which Google Benchmark's adaptive
+// iteration counts do not guarantee (each process picks its own); hence this program's own loop. One
+// sample: all ranks leave a barrier, run one allreduce, and the sample is the slowest rank's time (the
+// collective is done when its last rank is). Per size and method: `warmup` unrecorded runs, then the
+// median of `repeats` samples. The buffer is refilled before every run, outside the timed region. Rank
+// 0 prints the table; every rank checks once per size that both methods agree.
+#if __has_include(<mpi.h>)
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "core/collectives/collectives.h"
+#include "core/ops.h"
+#include "runtime/mpi/transport.h"
+#include "runtime/mpi/world.h"
+
+namespace {
+
+using bagua::Buffer;
+using bagua::DType;
+using bagua::ReduceOp;
+using bagua::collectives::AllreduceAlgo;
+using bagua::runtime::mpi::MpiTransport;
+
+struct Options {
+  int64_t min_bytes = 1024;
+  int64_t max_bytes = int64_t{64} << 20;
+  int64_t factor = 4;
+  int warmup = 3;
+  int repeats = 20;
+  bool pingpong = false;
+};
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--pingpong") {
+      o.pingpong = true;
+      continue;
+    }
+    if (i + 1 >= argc) throw bagua::ConfigError("bench_mpi_allreduce: " + flag + " needs a value");
+    const int64_t value = std::stoll(argv[++i]);
+    if (flag == "--min-bytes")
+      o.min_bytes = value;
+    else if (flag == "--max-bytes")
+      o.max_bytes = value;
+    else if (flag == "--factor")
+      o.factor = value;
+    else if (flag == "--warmup")
+      o.warmup = static_cast<int>(value);
+    else if (flag == "--repeats")
+      o.repeats = static_cast<int>(value);
+    else
+      throw bagua::ConfigError("bench_mpi_allreduce: unknown flag " + flag);
+  }
+  if (o.min_bytes < 4 || o.max_bytes < o.min_bytes || o.factor < 2 || o.repeats < 1 || o.warmup < 0)
+    throw bagua::ConfigError(
+        "bench_mpi_allreduce: need 4 <= min-bytes <= max-bytes, factor >= 2, "
+        "repeats >= 1, warmup >= 0");
+  return o;
+}
+
+// The median over `repeats` barrier-synchronized runs of the slowest rank's time, in seconds.
+double median_seconds(MpiTransport& transport, const Buffer& data, AllreduceAlgo algo,
+                      const Options& o) {
+  std::vector<double> samples;
+  for (int run = 0; run < o.warmup + o.repeats; ++run) {
+    bagua::fill(data, 1.0);
+    BAGUA_MPI_CHECK(MPI_Barrier(transport.comm()));
+    const auto begin = std::chrono::steady_clock::now();
+    bagua::collectives::allreduce(transport, data, ReduceOp::kSum, /*tag=*/1, algo);
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    BAGUA_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, transport.comm()));
+    if (run >= o.warmup) samples.push_back(seconds);
+  }
+  std::nth_element(samples.begin(), samples.begin() + samples.size() / 2, samples.end());
+  return samples[samples.size() / 2];
+}
+
+// The median round trip of `data` from rank 0 to rank 1 and one byte back, in seconds.
+double median_round_trip(MpiTransport& transport, const Buffer& data, const Options& o) {
+  std::vector<double> samples;
+  const Buffer ack = Buffer::host(DType::kU8, 1);
+  for (int run = 0; run < o.warmup + o.repeats; ++run) {
+    BAGUA_MPI_CHECK(MPI_Barrier(transport.comm()));
+    const auto begin = std::chrono::steady_clock::now();
+    if (transport.rank() == 0) {
+      transport.send(data, 1, /*tag=*/4);
+      transport.recv(ack, 1, /*tag=*/5);
+    } else if (transport.rank() == 1) {
+      transport.recv(data, 0, 4);
+      transport.send(ack, 0, 5);
+    }
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    if (run >= o.warmup) samples.push_back(seconds);
+  }
+  std::nth_element(samples.begin(), samples.begin() + samples.size() / 2, samples.end());
+  return samples[samples.size() / 2];
+}
+
+std::string size_name(int64_t bytes) {
+  if (bytes >= (int64_t{1} << 20)) return std::to_string(bytes >> 20) + " MiB";
+  if (bytes >= 1024) return std::to_string(bytes >> 10) + " KiB";
+  return std::to_string(bytes) + " B";
+}
+
+int run(int argc, char** argv) {
+  bagua::runtime::mpi::MpiWorld world(&argc, &argv);
+  const Options o = parse(argc, argv);
+  MpiTransport& transport = world.transport();
+  const int p = world.size();
+  if (o.pingpong) {
+    if (p < 2) throw bagua::ConfigError("bench_mpi_allreduce --pingpong: needs 2 ranks or more, got 1");
+    if (world.rank() == 0) {
+      std::printf(
+          "ping-pong rank 0 -> rank 1 (hosts %d and %d), median of %d runs after %d warmup runs\n",
+          transport.host_of(0), transport.host_of(1), o.repeats, o.warmup);
+      std::printf("| %8s | %14s | %14s |\n", "size", "round trip (ms)", "Mbit/s");
+      std::printf("|---------:|----------------:|---------------:|\n");
+    }
+    for (int64_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= o.factor) {
+      const Buffer data = Buffer::host(DType::kU8, static_cast<size_t>(bytes));
+      const double seconds = median_round_trip(transport, data, o);
+      if (world.rank() == 0) {
+        std::printf("| %8s | %15.4f | %14.1f |\n", size_name(bytes).c_str(), seconds * 1e3,
+                    static_cast<double>(bytes) * 8 / seconds / 1e6);
+        std::fflush(stdout);
+      }
+    }
+    return 0;
+  }
+  if (world.rank() == 0) {
+    std::printf(
+        "allreduce, f32 sum, %d ranks; median of %d runs after %d warmup runs; time of the slowest "
+        "rank\n",
+        p, o.repeats, o.warmup);
+    std::printf("| %8s | %14s | %18s | %10s |\n", "size", "ring (ms)", "MPI_Allreduce (ms)",
+                "ring / MPI");
+    std::printf("|---------:|---------------:|-------------------:|-----------:|\n");
+  }
+  for (int64_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= o.factor) {
+    const Buffer data = Buffer::host(DType::kF32, static_cast<size_t>(bytes / 4));
+    const double ring = median_seconds(transport, data, AllreduceAlgo::kRing, o);
+    const double native = median_seconds(transport, data, AllreduceAlgo::kNative, o);
+
+    // Both methods must give P at every element (every rank holds 1).
+    const Buffer check_ring = Buffer::host(DType::kF32, data.count());
+    const Buffer check_native = Buffer::host(DType::kF32, data.count());
+    bagua::fill(check_ring, 1.0);
+    bagua::fill(check_native, 1.0);
+    bagua::collectives::allreduce(transport, check_ring, ReduceOp::kSum, 2, AllreduceAlgo::kRing);
+    bagua::collectives::allreduce(transport, check_native, ReduceOp::kSum, 3, AllreduceAlgo::kNative);
+    int agree = 1;
+    for (size_t i = 0; i < data.count() && agree; ++i) {
+      if (check_ring.as<float>()[i] != static_cast<float>(p) ||
+          check_native.as<float>()[i] != static_cast<float>(p)) {
+        std::fprintf(stderr, "rank %d: size %lld: element %zu is %g (ring) / %g (MPI), expected %d\n",
+                     world.rank(), static_cast<long long>(bytes), i, check_ring.as<float>()[i],
+                     check_native.as<float>()[i], p);
+        agree = 0;
+      }
+    }
+    BAGUA_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &agree, 1, MPI_INT, MPI_MIN, transport.comm()));
+    if (!agree) return 1;  // on every rank at once
+    if (world.rank() == 0) {
+      std::printf("| %8s | %14.4f | %18.4f | %10.2f |\n", size_name(bytes).c_str(), ring * 1e3,
+                  native * 1e3, ring / native);
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_mpi_allreduce: %s\n", e.what());
+    return 1;
+  }
+}
+
+#else  // built without MPI
+
+#include <cstdio>
+
+int main() {
+  std::fprintf(stderr, "bench_mpi_allreduce: built without MPI\n");
+  return 1;
+}
+
+#endif

@@ -1,0 +1,54 @@
+// A world of ranks as Open MPI processes: this process is one rank of the job mpirun started.
+//
+// Launch with mpirun, one process per rank, e.g.
+//   mpirun -np 4 bagua run CONFIG.json
+// (as root add --allow-run-as-root; with more ranks than cores add --oversubscribe).
+//
+// One MpiWorld per process: it initializes MPI (MPI_THREAD_MULTIPLE, so that a rank's compute and
+// communication streams may both use the transport) and finalizes it on destruction; MPI cannot be
+// initialized twice in one process, so run() may be called any number of times on the same world
+// instead. If MPI was already initialized by someone else, the world uses it and leaves finalizing to
+// them.
+#pragma once
+
+#include <functional>
+#include <memory>
+
+#include "core/context.h"
+
+namespace bagua::runtime::mpi {
+
+class MpiTransport;
+
+class MpiWorld {
+ public:
+  // Initializes MPI (collective over every process of the job). Rank r's host is r / ranks_per_host
+  // when ranks_per_host > 0 (one machine emulating several hosts), otherwise the node MPI placed it on.
+  // Throws ConfigError if the MPI library cannot provide MPI_THREAD_MULTIPLE or MPI was finalized.
+  MpiWorld(int* argc, char*** argv, int ranks_per_host = 0);
+  ~MpiWorld();  // frees the context's communicators, then finalizes MPI
+  MpiWorld(const MpiWorld&) = delete;
+  MpiWorld& operator=(const MpiWorld&) = delete;
+
+  // This process's rank: its transport (over MPI_COMM_WORLD), a real clock whose origin all ranks took
+  // right after one barrier, thread streams and thread events.
+  RankContext& context();
+  MpiTransport& transport();
+  int rank() const;
+  int size() const;
+
+  // Runs `body` on this process's rank. If it throws, prints the error once, prefixed with the rank,
+  // and aborts the whole job (MPI_Abort): the other ranks would otherwise wait forever.
+  void run(const std::function<void(RankContext&)>& body);
+
+  // Whether this process was started by mpirun (Open MPI's or PMIx's environment is present).
+  static bool launched_by_mpirun();
+
+ private:
+  struct Session;  // MPI initialized here or before, finalized on destruction
+  class Context;
+  std::unique_ptr<Session> session_;
+  std::unique_ptr<Context> context_;
+};
+
+}  // namespace bagua::runtime::mpi
