@@ -11,8 +11,9 @@
 //
 // and once: init (tensors to buckets, sub-groups, state) and finish (drain background work).
 //
-// Buckets: consecutive layers in backward order packed up to a byte budget (Bagua's default 10 MiB);
-// as layers are contiguous in the flat parameter vector, a bucket is a contiguous range too.
+// Buckets: consecutive layers in backward order, a bucket closed as soon as it holds at least the byte
+// budget (Bagua's rule, bagua/torch_api/utils.py split_bucket_by_bucket_size; default 10 MiB). As layers
+// are contiguous in the flat parameter vector, a bucket is a contiguous range too.
 #pragma once
 
 #include <cstdint>
@@ -35,8 +36,8 @@ struct Bucket {
   std::vector<int> layers;  // forward indices of its layers, in backward order
 };
 
-// Packs layers, last first, into buckets of at most `budget` bytes of float32 (a layer larger than the
-// budget gets a bucket of its own; a budget of 0 gives one bucket per layer).
+// Packs layers, last first, into buckets: a bucket closes once it holds >= `budget` bytes of float32
+// (so a budget of 0 gives one bucket per layer, and a large layer may overshoot the budget).
 std::vector<Bucket> make_buckets(const std::vector<Layer>& layers, Bytes budget);
 
 // One rank's training state, as algorithms see it.

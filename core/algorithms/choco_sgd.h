@@ -1,0 +1,31 @@
+// choco_sgd — CHOCO-SGD (Koloskova, Stich and Jaggi, ICML 2019, Algorithm 2; not in Bagua):
+// decentralized SGD on a ring with compressed gossip. After the trainer's local optimizer step
+// (x_{t+1/2} = x_t - lr g for SGD), one CHOCO gossip step (core/primitives/choco_gossip.h) on the whole
+// weight vector:
+//   q = Q(x_{t+1/2} - x̂_r);  x̂ updated for self and neighbours;
+//   x_{t+1} = x_{t+1/2} + gamma sum_j W_rj (x̂_j - x̂_r).
+#pragma once
+
+#include <memory>
+
+#include "core/algorithms/algorithm.h"
+#include "core/primitives/choco_gossip.h"
+
+namespace bagua {
+
+class ChocoSgd final : public Algorithm {
+ public:
+  ChocoSgd(const Params& params, const AlgorithmDeps& deps);
+  static ParamSchema schema(const CompressorRegistry& compressors);
+
+  std::string name() const override { return "choco_sgd"; }
+  void init(TrainState& s) override;
+  void after_update(TrainState& s) override;
+
+ private:
+  double gamma_;
+  CompressorFactory factory_;
+  std::unique_ptr<ChocoGossip> gossip_;
+};
+
+}  // namespace bagua

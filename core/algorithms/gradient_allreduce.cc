@@ -1,0 +1,35 @@
+#include "core/algorithms/gradient_allreduce.h"
+
+#include "core/algorithms/tags.h"
+
+namespace bagua {
+
+ParamSchema GradientAllreduce::schema() {
+  ParamSchema s;
+  // Defaults are Bagua's: GradientAllReduceAlgorithm(hierarchical=False, average=True).
+  s.add_bool("hierarchical", false, "intra-host reduce, allreduce among host leaders, intra-host broadcast");
+  s.add_bool("average", true, "average the gradients (false: sum them)");
+  s.add_string("allreduce", "ring", "allreduce algorithm", collectives::allreduce_algo_names());
+  return s;
+}
+
+GradientAllreduce::GradientAllreduce(const Params& params)
+    : hierarchical_(params.get_bool("hierarchical")),
+      average_(params.get_bool("average")),
+      algo_(collectives::parse_allreduce_algo(params.get_string("allreduce"))) {}
+
+void GradientAllreduce::init(TrainState& s) {
+  primitive_ = std::make_unique<CentralizedFullPrecision>(s.ctx.transport(), hierarchical_, average_, algo_);
+}
+
+void GradientAllreduce::on_bucket_ready(TrainState& s, const Bucket& b) {
+  const BufferView grads = s.grads_of(b);
+  s.comm.submit([this, &s, grads, index = b.index] {
+    TraceScope scope(s.ctx, "allreduce bucket " + std::to_string(index), "comm", 1);
+    primitive_->allreduce(grads, tags::bucket(tags::kGradient, index));
+  });
+}
+
+void GradientAllreduce::after_backward(TrainState& s) { s.comm.synchronize(); }
+
+}  // namespace bagua

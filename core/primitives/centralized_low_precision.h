@@ -1,0 +1,70 @@
+// C_LP_S — centralized, low precision, synchronous (Bagua's taxonomy): every rank ends with the
+// average (or the sum) of every rank's bucket, communicated compressed by Bagua's scatter-reduce-gather
+// (rust/bagua-core/bagua-core-internal/src/comm_ops/centralized_low_precision_synchronous.rs).
+//
+// Terms. P ranks in the inner group (core/primitives/communicator.h), r this rank's index there. The
+// bucket is cut into P chunks by collectives::chunk_range; chunk j "belongs" to rank j.
+//   slot        every encoded chunk travels in a slot of encoded_bytes(largest chunk) bytes (a shorter
+//               chunk's encoding leaves the slot's tail unused; Bagua pads the bucket itself to a
+//               multiple of P instead — its `alignment = world size` — which costs the same order of
+//               bytes)
+//   scatter     compress chunk j of the bucket into slot j, for every j; alltoall the slots, so that
+//   slot
+//               j of the received buffer holds rank j's compressed copy of chunk r
+//   reduce      decompress the P received copies of chunk r and average (or sum) them
+//   gather      compress the reduced chunk r once more, allgather the slots, decompress every slot j
+//               into chunk j of the bucket
+// Every chunk, the rank's own included, goes through the compressor twice, as in Bagua. Hierarchical:
+// intra-host reduce (full precision, averaged when `average`) to the host leader, the above among host
+// leaders, intra-host broadcast (Bagua's execute_communication with pre and post).
+//
+// Compression sites. A compressor instance may hold state tied to one buffer (error feedback's
+// residual): an instance is made, from the factory, per bucket (one primitive per bucket) and per
+// site — one per scatter chunk j, one for the gather — so that a residual always belongs to one buffer.
+//
+// Modelled compute: every encode and decode charges the compressor's cost to the calling stream.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "core/buffer.h"
+#include "core/compress/compressor.h"
+#include "core/context.h"
+#include "core/primitives/communicator.h"
+
+namespace bagua {
+
+class CentralizedLowPrecision {
+ public:
+  // One instance per bucket. `like`: a buffer of the bucket's count, in the space the bucket lives in.
+  CentralizedLowPrecision(RankContext& ctx, Communicator& communicator, const BufferView& like,
+                          const CompressorFactory& factory, bool average);
+
+  // bucket := average (or sum) over ranks of bucket, through compressed scatter-reduce-gather.
+  void allreduce(const BufferView& bucket, Tag tag);
+
+  // Bytes of one slot (exposed for tests of the wire size).
+  size_t slot_bytes() const { return slot_bytes_; }
+
+ private:
+  void scatter_reduce_gather(Transport& group, const BufferView& bucket, Tag tag);
+  void encode(Compressor& c, const BufferView& in, const BufferView& out);
+  void decode(Compressor& c, const BufferView& in, const BufferView& out);
+
+  RankContext& ctx_;
+  Communicator& communicator_;
+  bool average_;
+  size_t count_;
+  int parts_;
+  size_t slot_bytes_ = 0;
+  std::vector<std::unique_ptr<Compressor>> scatter_sites_;  // one per chunk j
+  std::unique_ptr<Compressor> gather_site_;
+  std::unique_ptr<Compressor> decoder_;  // decodes what others encoded (decoding is stateless)
+  Buffer send_;                          // P slots
+  Buffer received_;                      // P slots
+  Buffer reduced_;                       // the largest chunk's count of f32
+  Buffer decoded_;                       // the largest chunk's count of f32
+};
+
+}  // namespace bagua

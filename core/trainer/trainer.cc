@@ -1,0 +1,145 @@
+#include "core/trainer/trainer.h"
+
+#include <cmath>
+
+#include "core/check.h"
+#include "core/ops.h"
+
+namespace bagua {
+
+namespace {
+
+// Where the model's arithmetic happens. Synthetic models compute in Eigen on host memory; when the
+// rank's tensors live on a device, the trainer keeps host mirrors: weights are copied to the host
+// before the forward pass and each layer's gradients to the device as soon as they are final.
+struct Tensors {
+  Buffer weights;
+  Buffer grads;
+  Buffer host_weights;  // mirrors, only for a device-resident materialized model
+  Buffer host_grads;
+  bool mirrored = false;
+
+  BufferView model_weights() const { return mirrored ? host_weights.view() : weights.view(); }
+  BufferView model_grads() const { return mirrored ? host_grads.view() : grads.view(); }
+};
+
+Tensors make_tensors(RankContext& ctx, const Model& model) {
+  const size_t n = model.num_params();
+  Tensors t;
+  if (!model.materialized()) {
+    t.weights = Buffer::meta(DType::kF32, n);
+    t.grads = Buffer::meta(DType::kF32, n);
+    return t;
+  }
+  t.weights = Buffer(ctx.space(), DType::kF32, n);
+  t.grads = Buffer(ctx.space(), DType::kF32, n);
+  t.mirrored = ctx.space().memory() == Memory::kDevice;
+  if (t.mirrored) {
+    t.host_weights = Buffer::host(DType::kF32, n);
+    t.host_grads = Buffer::host(DType::kF32, n);
+    model.init_weights(t.host_weights);
+    copy(t.weights, t.host_weights);
+  } else {
+    model.init_weights(t.weights);
+  }
+  fill(t.grads, 0.0);
+  return t;
+}
+
+void check_layers(const Model& model) {
+  size_t next = 0;
+  for (const Layer& l : model.layers()) {
+    BAGUA_CHECK_EQ(l.offset, next, "layer '" + l.name + "' must start where the previous one ended");
+    next += l.count;
+  }
+  BAGUA_CHECK_EQ(next, model.num_params(), "layers must cover every parameter");
+}
+
+}  // namespace
+
+TrainResult train(RankContext& ctx, Model& model, Optimizer& optimizer, Algorithm& algorithm,
+                  const TrainOptions& options) {
+  check_layers(model);
+  const std::vector<Layer>& layers = model.layers();
+  Clock& clock = ctx.clock();
+  Tensors tensors = make_tensors(ctx, model);
+  std::unique_ptr<Stream> comm = ctx.make_stream("communication");
+
+  TrainState state{ctx, model, optimizer, tensors.weights, tensors.grads,
+                   make_buckets(layers, options.bucket_bytes), *comm, 0};
+  algorithm.init(state);
+
+  // Which bucket each layer belongs to, and how many of a bucket's layers are still pending.
+  std::vector<int> bucket_of(layers.size(), -1);
+  for (const Bucket& b : state.buckets)
+    for (int l : b.layers) bucket_of[static_cast<size_t>(l)] = b.index;
+  for (size_t l = 0; l < layers.size(); ++l)
+    BAGUA_CHECK(bucket_of[l] >= 0, "layer " + std::to_string(l) + " is in no bucket");
+
+  // The full-data loss of this rank's weights: real arithmetic, outside modelled time.
+  auto full_loss = [&]() -> double {
+    if (!model.materialized()) return std::nan("");
+    if (tensors.mirrored) copy(tensors.host_weights, tensors.weights);
+    return model.full_loss(tensors.model_weights());
+  };
+
+  TrainResult result;
+  result.rank = ctx.transport().rank();
+  result.iterations.reserve(static_cast<size_t>(options.iterations));
+
+  for (int64_t step = 0; step < options.iterations; ++step) {
+    state.step = step;
+    IterationRecord rec;
+    rec.iteration = step;
+    rec.begin = clock.now();
+
+    algorithm.before_forward(state);
+    if (tensors.mirrored) copy(tensors.host_weights, tensors.weights);
+
+    // Forward: every layer's modelled cost, in forward order.
+    for (const Layer& layer : layers) rec.compute += clock.compute(layer.forward);
+
+    // Backward: layer by layer, last first; a bucket is handed to the algorithm (overlap) the moment
+    // its last layer's gradients are final.
+    std::vector<size_t> pending(state.buckets.size());
+    for (const Bucket& b : state.buckets) pending[static_cast<size_t>(b.index)] = b.layers.size();
+    int next_ready = 0;  // buckets become ready strictly in index order
+    rec.loss = model.forward_backward(tensors.model_weights(), tensors.model_grads(), step, [&](int l) {
+      const Layer& layer = layers[static_cast<size_t>(l)];
+      rec.compute += clock.compute(layer.backward);
+      if (tensors.mirrored)
+        copy(tensors.grads.view().slice(layer.offset, layer.count),
+             tensors.host_grads.view().slice(layer.offset, layer.count));
+      const int b = bucket_of[static_cast<size_t>(l)];
+      BAGUA_CHECK(pending[static_cast<size_t>(b)] > 0, "layer " + std::to_string(l) + " reported ready twice");
+      if (--pending[static_cast<size_t>(b)] == 0) {
+        BAGUA_CHECK_EQ(b, next_ready, "buckets must complete in backward order");
+        ++next_ready;
+        if (options.overlap) algorithm.on_bucket_ready(state, state.buckets[static_cast<size_t>(b)]);
+      }
+    });
+    BAGUA_CHECK_EQ(static_cast<size_t>(next_ready), state.buckets.size(),
+                   "every layer must be reported ready in each backward pass");
+    if (!options.overlap)
+      for (const Bucket& b : state.buckets) algorithm.on_bucket_ready(state, b);
+
+    algorithm.after_backward(state);
+    algorithm.apply_update(state);
+    rec.compute += clock.compute(optimizer.cost(model.num_params()));
+    algorithm.after_update(state);
+    rec.end = clock.now();
+
+    const bool last = step + 1 == options.iterations;
+    if (!last && options.eval_interval > 0 && (step + 1) % options.eval_interval == 0) rec.full_loss = full_loss();
+    result.iterations.push_back(rec);
+  }
+
+  // Drain background communication (asynchronous algorithms) before the final evaluation.
+  algorithm.finish(state);
+  comm->synchronize();
+  result.finish = clock.now();
+  if (!result.iterations.empty()) result.iterations.back().full_loss = full_loss();
+  return result;
+}
+
+}  // namespace bagua

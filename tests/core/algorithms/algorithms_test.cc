@@ -1,0 +1,377 @@
+// Every registered algorithm on 1-4 ranks of both backends and on a meta model in the simulator;
+// exactness of the algorithms that are plain large-batch SGD (or Adam) in disguise.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <set>
+
+#include "core/algorithms/async_model_average.h"
+#include "core/algorithms/decentralized.h"
+#include "tests/core/algorithms/harness.h"
+
+namespace bagua {
+namespace {
+
+using testing::Backend;
+using testing::QuadraticModel;
+using testing::Registries;
+using testing::RunResult;
+using testing::RunSpec;
+
+std::string describe(Backend backend, const RunSpec& spec) {
+  std::string s = spec.algorithm + " on " + std::to_string(spec.ranks) + " ranks (" +
+                  std::to_string(spec.per_host) + " per host), " + testing::to_string(backend) +
+                  (spec.meta ? ", meta model" : "");
+  for (const auto& [k, v] : spec.params)
+    s += ", " + k + "=" + to_string(v);
+  return s;
+}
+
+// Parameters that only shorten a run on the real-time threads backend: the asynchronous loop's
+// 500 ms default would make the tests wait for real.
+std::map<std::string, ParamValue> fast(Backend backend, const std::string& algorithm,
+                                       std::map<std::string, ParamValue> params = {}) {
+  if (backend == Backend::kThreads && algorithm == "async_model_average" &&
+      !params.count("sync_interval_ms"))
+    params["sync_interval_ms"] = int64_t{1};
+  return params;
+}
+
+// Runs `spec`; returns the ConfigError message if the algorithm rejected the world, else checks that
+// the run produced finite losses and weights (materialized) or completed its iterations (meta).
+std::string run_and_check(Backend backend, const Registries& reg, RunSpec spec) {
+  spec.params = fast(backend, spec.algorithm, spec.params);
+  RunResult r;
+  try {
+    r = run_algorithm(backend, reg, spec);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  for (int rank = 0; rank < spec.ranks; ++rank) {
+    const TrainResult& t = r.train[static_cast<size_t>(rank)];
+    EXPECT_EQ(t.iterations.size(), static_cast<size_t>(spec.iterations)) << describe(backend, spec);
+    if (spec.meta) {
+      if (backend == Backend::kSim) EXPECT_GT(t.finish, Time::zero()) << describe(backend, spec);
+      continue;
+    }
+    for (const auto& it : t.iterations)
+      EXPECT_TRUE(std::isfinite(it.loss)) << describe(backend, spec);
+    const auto& w = r.weights[static_cast<size_t>(rank)];
+    EXPECT_EQ(w.size(), 16u) << describe(backend, spec);
+    for (float v : w)
+      EXPECT_TRUE(std::isfinite(v)) << describe(backend, spec) << ", rank " << rank;
+  }
+  return "";
+}
+
+TEST(Registry, EveryAlgorithmHasADescriptionAndValidDocumentedDefaults) {
+  Registries reg;
+  const std::set<std::string> expected{
+      "gradient_allreduce",  "bytegrad",  "decentralized", "low_precision_decentralized", "qadam",
+      "async_model_average", "local_sgd", "choco_sgd"};
+  std::set<std::string> names;
+  for (const auto* e : reg.algorithms.entries()) {
+    names.insert(e->name);
+    EXPECT_FALSE(e->description.empty()) << e->name;
+    for (const ParamSpec& p : e->schema.specs()) {
+      EXPECT_FALSE(p.description.empty()) << e->name << "." << p.name;
+      EXPECT_FALSE(e->schema.validate(p.name, p.default_value).has_value()) << e->name << "." << p.name;
+    }
+  }
+  for (const std::string& n : expected)
+    EXPECT_TRUE(names.count(n)) << n << " is not registered";
+}
+
+TEST(Registry, CompressorParametersArePrefixedAndReachTheCompressor) {
+  Registries reg;
+  const auto& bytegrad = reg.algorithms.at("bytegrad").schema;
+  ASSERT_NE(bytegrad.find("topk_ratio"), nullptr);
+  ASSERT_NE(bytegrad.find("qsgd_chunk_size"), nullptr);
+  ASSERT_NE(bytegrad.find("minmax_uint8_chunk_size"), nullptr);
+  // Each compressor keeps its own default where two share a parameter name.
+  EXPECT_EQ(std::get<int64_t>(bytegrad.find("qsgd_chunk_size")->default_value), 512);
+  EXPECT_EQ(std::get<int64_t>(bytegrad.find("minmax_uint8_chunk_size")->default_value), 0);
+  // An invalid compressor parameter is a ConfigError naming the compressor and the parameter.
+  Params p(bytegrad, {{"compressor", std::string("topk")}, {"topk_ratio", 0.5}});
+  EXPECT_NO_THROW(reg.algorithms.create("bytegrad", p, reg.deps()));
+  p.set("topk_ratio", 2.0);
+  try {
+    reg.algorithms.create("bytegrad", p, reg.deps());
+    ADD_FAILURE() << "ratio 2 accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("'topk'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("ratio"), std::string::npos) << e.what();
+  }
+  // qadam offers its two variants only.
+  EXPECT_EQ(reg.algorithms.at("qadam").schema.find("compressor")->choices,
+            (std::vector<std::string>{"minmax_uint8", "sign"}));
+}
+
+TEST(Algorithms, EveryRegisteredAlgorithmRunsWithItsDefaults) {
+  Registries reg;
+  for (const auto* e : reg.algorithms.entries()) {
+    for (Backend backend : testing::all_backends())
+      for (int ranks : {1, 2, 3, 4}) {
+        RunSpec spec;
+        spec.algorithm = e->name;
+        spec.ranks = ranks;
+        EXPECT_EQ(run_and_check(backend, reg, spec), "") << describe(backend, spec);
+      }
+    // Profile-scale shapes on meta buffers in the simulator: flat, and two hosts of two ranks (the
+    // hierarchical defaults then have real host groups).
+    for (int per_host : {1, 2}) {
+      RunSpec spec;
+      spec.algorithm = e->name;
+      spec.ranks = 4;
+      spec.per_host = per_host;
+      spec.meta = true;
+      spec.layer_sizes = {1 << 16, 1 << 18, 1 << 14};
+      spec.bucket_bytes = Bytes(1 << 20);
+      EXPECT_EQ(run_and_check(Backend::kSim, reg, spec), "") << describe(Backend::kSim, spec);
+    }
+  }
+}
+
+TEST(Algorithms, NonDefaultVariantsRunOrRejectTheWorldClearly) {
+  Registries reg;
+  struct Variant {
+    std::string algorithm;
+    std::map<std::string, ParamValue> params;
+  };
+  const std::vector<Variant> variants{
+      {"decentralized", {{"peer_selection_mode", std::string("ring")}}},
+      {"decentralized", {{"peer_selection_mode", std::string("ring")}, {"hierarchical", false}}},
+      {"decentralized",
+       {{"peer_selection_mode", std::string("all")}, {"communication_interval", int64_t{2}}}},
+      {"bytegrad", {{"compressor", std::string("identity")}, {"hierarchical", false}}},
+      {"bytegrad",
+       {{"compressor", std::string("topk")}, {"topk_ratio", 0.25}, {"error_feedback", true}}},
+      {"bytegrad", {{"compressor", std::string("sign")}, {"error_feedback", true}}},
+      {"bytegrad", {{"compressor", std::string("qsgd")}, {"qsgd_chunk_size", int64_t{4}}}},
+      {"bytegrad", {{"compressor", std::string("randomk")}, {"randomk_ratio", 0.5}}},
+      {"bytegrad", {{"compressor", std::string("fp16")}, {"average", false}}},
+      {"low_precision_decentralized", {{"compressor", std::string("sign")}, {"error_feedback", true}}},
+      {"low_precision_decentralized",
+       {{"hierarchical", false}, {"communication_interval", int64_t{2}}}},
+      {"qadam", {{"warmup_steps", int64_t{1}}}},
+      {"qadam",
+       {{"warmup_steps", int64_t{1}}, {"compressor", std::string("sign")}, {"hierarchical", false}}},
+      {"async_model_average", {{"warmup_steps", int64_t{1}}, {"sync_interval_ms", int64_t{1}}}},
+      {"local_sgd", {{"period", int64_t{2}}, {"hierarchical", true}}},
+      {"choco_sgd", {{"compressor", std::string("topk")}, {"topk_ratio", 0.5}, {"gamma", 0.2}}},
+  };
+  for (const Variant& v : variants)
+    for (Backend backend : testing::all_backends())
+      for (int ranks : {1, 2, 3, 4}) {
+        RunSpec spec;
+        spec.algorithm = v.algorithm;
+        spec.params = v.params;
+        spec.ranks = ranks;
+        spec.iterations = 4;
+        EXPECT_EQ(run_and_check(backend, reg, spec), "") << describe(backend, spec);
+      }
+}
+
+TEST(Algorithms, ShiftOneRejectsOddRankCountsByName) {
+  Registries reg;
+  for (Backend backend : testing::all_backends())
+    for (int ranks : {1, 2, 3, 4}) {
+      RunSpec spec;
+      spec.algorithm = "decentralized";
+      spec.params = {{"peer_selection_mode", std::string("shift_one")}, {"hierarchical", false}};
+      spec.ranks = ranks;
+      const std::string error = run_and_check(backend, reg, spec);
+      if (ranks % 2 == 0) {
+        EXPECT_EQ(error, "") << describe(backend, spec);
+      } else {
+        EXPECT_EQ(error,
+                  "decentralized: peer_selection_mode shift_one needs an even number of ranks, got " +
+                      std::to_string(ranks))
+            << describe(backend, spec);
+      }
+    }
+}
+
+// ---- Exactness
+// -----------------------------------------------------------------------------------------
+
+// Large-batch SGD on the quadratic model from w = 0 with the gradient averaged over P ranks:
+//   w_{k+1} = w_k - lr (w_k - tbar)   =>   w_K = (1 - (1 - lr)^K) tbar.
+double large_batch_sgd(int ranks, size_t i, double lr, int64_t iterations) {
+  return (1.0 - std::pow(1.0 - lr, static_cast<double>(iterations))) *
+         QuadraticModel::mean_target(ranks, i);
+}
+
+TEST(Exactness, GradientAllreduceAndLocalSgdWithPeriodOneAreLargeBatchSgd) {
+  Registries reg;
+  for (const auto& [name, params] :
+       std::vector<std::pair<std::string, std::map<std::string, ParamValue>>>{
+           {"gradient_allreduce", {}},
+           {"gradient_allreduce", {{"hierarchical", true}}},
+           {"local_sgd", {{"period", int64_t{1}}}}}) {
+    for (Backend backend : testing::all_backends())
+      for (int ranks : {1, 2, 3, 4}) {
+        RunSpec spec;
+        spec.algorithm = name;
+        spec.params = params;
+        spec.ranks = ranks;
+        spec.per_host = ranks % 2 == 0 ? 2 : 1;
+        spec.iterations = 5;
+        RunResult r = run_algorithm(backend, reg, spec);
+        for (int rank = 0; rank < ranks; ++rank)
+          for (size_t i = 0; i < 16; ++i)
+            ASSERT_NEAR(r.weights[static_cast<size_t>(rank)][i], large_batch_sgd(ranks, i, spec.lr, 5),
+                        1e-5)
+                << describe(backend, spec) << ", rank " << rank << ", element " << i;
+      }
+  }
+}
+
+TEST(Exactness, DecentralizedAllAveragesToLargeBatchSgd) {
+  // Rank r's step: w_r := avg_j(w_j) - lr (w_r - t_r) (the gradient is taken at the pre-averaging
+  // weights). The gradient is linear, so the average over ranks follows large-batch SGD exactly:
+  //   avg_r w_r := avg(w) - lr (avg(w) - tbar).
+  Registries reg;
+  for (Backend backend : testing::all_backends())
+    for (int ranks : {1, 2, 3, 4})
+      for (bool hierarchical : {false, true}) {
+        RunSpec spec;
+        spec.algorithm = "decentralized";
+        spec.params = {{"hierarchical", hierarchical}};
+        spec.ranks = ranks;
+        spec.per_host = ranks % 2 == 0 ? 2 : 1;
+        spec.iterations = 5;
+        RunResult r = run_algorithm(backend, reg, spec);
+        for (size_t i = 0; i < 16; ++i) {
+          double mean = 0;
+          for (int rank = 0; rank < ranks; ++rank)
+            mean += r.weights[static_cast<size_t>(rank)][i] / ranks;
+          ASSERT_NEAR(mean, large_batch_sgd(ranks, i, spec.lr, 5), 1e-5)
+              << describe(backend, spec) << ", element " << i;
+        }
+        // And each rank's offset from the average, d = w_r - avg(w), obeys
+        //   d_{k+1} = -lr d_k + lr (t_r - tbar),  d_0 = 0   =>   d_K = (t_r - tbar) lr (1 - (-lr)^K) /
+        //   (1 + lr)
+        // (the average is taken before the step, the gradient at the rank's own weights).
+        const double lr = spec.lr;
+        const double offset = lr * (1.0 - std::pow(-lr, 5.0)) / (1.0 + lr);
+        for (int rank = 0; rank < ranks; ++rank)
+          for (size_t i = 0; i < 16; ++i) {
+            const double expected =
+                large_batch_sgd(ranks, i, lr, 5) +
+                offset * (QuadraticModel::target(rank, i) - QuadraticModel::mean_target(ranks, i));
+            ASSERT_NEAR(r.weights[static_cast<size_t>(rank)][i], expected, 1e-5)
+                << describe(backend, spec) << ", rank " << rank << ", element " << i;
+          }
+      }
+}
+
+TEST(Exactness, QAdamWarmupIsAdamOnTheAveragedGradient) {
+  // Reference: PyTorch's Adam (the registered adam optimizer) on one model with gradient w - tbar.
+  Registries reg;
+  const double lr = 0.05;
+  const int64_t iterations = 6;
+  // warmup_steps = iterations: the last warm-up step is a full Adam step too (see qadam.h on
+  // q_adam.py).
+  for (Backend backend : testing::all_backends())
+    for (int ranks : {1, 3, 4})
+      for (int64_t warmup : {int64_t{100}, iterations}) {
+        RunSpec spec;
+        spec.algorithm = "qadam";
+        spec.params = {{"lr", lr}, {"warmup_steps", warmup}};
+        spec.ranks = ranks;
+        spec.iterations = iterations;
+        RunResult r = run_algorithm(backend, reg, spec);
+
+        Buffer w = Buffer::host(DType::kF32, 16), g = Buffer::host(DType::kF32, 16);
+        fill(w, 0.0);
+        auto adam = make_adam(Params(adam_schema(), {{"lr", lr}}), 16, w);
+        for (int64_t k = 0; k < iterations; ++k) {
+          for (size_t i = 0; i < 16; ++i)
+            g.as<float>()[i] =
+                w.as<float>()[i] - static_cast<float>(QuadraticModel::mean_target(ranks, i));
+          adam->step(w, g);
+        }
+        for (int rank = 0; rank < ranks; ++rank)
+          for (size_t i = 0; i < 16; ++i)
+            ASSERT_NEAR(r.weights[static_cast<size_t>(rank)][i], w.as<float>()[i], 1e-5)
+                << describe(backend, spec) << ", rank " << rank << ", element " << i;
+      }
+}
+
+TEST(Exactness, QAdamCompressedPhaseKeepsEveryRankOnTheSameWeights) {
+  // After the warm-up every rank applies the same averaged momentum (C_LP_S ends with the same
+  // decoded bytes on every rank) and the same frozen variance, so the weights stay bit-identical; and
+  // they keep moving towards tbar.
+  Registries reg;
+  for (const char* compressor : {"minmax_uint8", "sign"}) {
+    RunSpec spec;
+    spec.algorithm = "qadam";
+    spec.params = {{"lr", 0.05}, {"warmup_steps", int64_t{3}}, {"compressor", std::string(compressor)}};
+    spec.ranks = 4;
+    spec.per_host = 2;
+    spec.iterations = 10;
+    RunResult r = run_algorithm(Backend::kSim, reg, spec);
+    RunSpec warm = spec;
+    warm.iterations = 3;
+    RunResult w3 = run_algorithm(Backend::kSim, reg, warm);
+    double before = 0, after = 0;
+    for (size_t i = 0; i < 16; ++i) {
+      const double t = QuadraticModel::mean_target(4, i);
+      before += std::abs(w3.weights[0][i] - t);
+      after += std::abs(r.weights[0][i] - t);
+    }
+    EXPECT_LT(after, before) << compressor;
+    for (int rank = 1; rank < 4; ++rank)
+      EXPECT_EQ(std::memcmp(r.weights[0].data(), r.weights[static_cast<size_t>(rank)].data(),
+                            16 * sizeof(float)),
+                0)
+          << compressor << ": rank " << rank << " differs from rank 0";
+  }
+}
+
+TEST(Exactness, LocalSgdAgreesAfterEveryPeriod) {
+  // period 2, 4 iterations: the last step is an averaging step, so every rank holds the same weights,
+  // and (the gradient being linear) they are the average of the local trajectories, which is
+  // large-batch SGD again.
+  Registries reg;
+  RunSpec spec;
+  spec.algorithm = "local_sgd";
+  spec.params = {{"period", int64_t{2}}};
+  spec.ranks = 3;
+  spec.iterations = 4;
+  RunResult r = run_algorithm(Backend::kSim, reg, spec);
+  for (int rank = 0; rank < 3; ++rank)
+    for (size_t i = 0; i < 16; ++i)
+      EXPECT_NEAR(r.weights[static_cast<size_t>(rank)][i], large_batch_sgd(3, i, spec.lr, 4), 1e-5)
+          << "rank " << rank;
+}
+
+TEST(Algorithms, AsyncModelAverageAveragesInTheBackgroundInVirtualTime) {
+  // Simulator: iterations of 4 x 3 us of compute, 1 ms between rounds, 300 iterations (about 4 ms):
+  // several rounds complete, and the ranks' final weights are far closer to each other than local
+  // SGD without any averaging would leave them (targets differ by 1 per rank).
+  Registries reg;
+  RunSpec spec;
+  spec.algorithm = "async_model_average";
+  spec.params = {{"sync_interval_ms", int64_t{1}}};
+  spec.ranks = 4;
+  spec.iterations = 300;
+  spec.lr = 0.001;
+  RunResult r = run_algorithm(Backend::kSim, reg, spec);
+  RunSpec alone = spec;
+  alone.algorithm = "local_sgd";
+  alone.params = {{"period", int64_t{1000}}};  // never averages within 300 iterations
+  RunResult l = run_algorithm(Backend::kSim, reg, alone);
+  auto spread = [](const RunResult& x) {
+    double s = 0;
+    for (size_t i = 0; i < 16; ++i)
+      s = std::max(s, std::abs(double(x.weights[3][i]) - x.weights[0][i]));
+    return s;
+  };
+  EXPECT_LT(spread(r), 0.5 * spread(l));
+}
+
+}  // namespace
+}  // namespace bagua

@@ -1,0 +1,195 @@
+// Helpers for the algorithm tests: a quadratic model whose gradients are known exactly, a meta model
+// (a profile-like workload with no data), a probe that reads the final weights, and a runner that
+// trains a registered algorithm on N ranks of a backend.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/algorithms/algorithm.h"
+#include "core/ops.h"
+#include "core/optim/optimizers.h"
+#include "core/trainer/trainer.h"
+#include "tests/support/worlds.h"
+
+namespace bagua::testing {
+
+// loss(w) = 1/2 |w - t|^2 with rank r's target t_i = r + i / 10, so grad = w - t and the gradient
+// averaged over P ranks is w - tbar with tbar_i = (P - 1) / 2 + i / 10. Weights start at 0.
+class QuadraticModel final : public Model {
+ public:
+  QuadraticModel(int rank, std::vector<size_t> sizes) : rank_(rank) {
+    size_t offset = 0;
+    for (size_t l = 0; l < sizes.size(); ++l) {
+      Layer layer;
+      layer.name = "layer" + std::to_string(l);
+      layer.offset = offset;
+      layer.count = sizes[l];
+      layer.forward.duration = Time::us(1);
+      layer.backward.duration = Time::us(2);
+      offset += sizes[l];
+      layers_.push_back(layer);
+    }
+    n_ = offset;
+  }
+  static double target(int rank, size_t i) { return rank + static_cast<double>(i) / 10.0; }
+  static double mean_target(int ranks, size_t i) {
+    return (ranks - 1) / 2.0 + static_cast<double>(i) / 10.0;
+  }
+
+  const std::vector<Layer>& layers() const override { return layers_; }
+  size_t num_params() const override { return n_; }
+  bool materialized() const override { return true; }
+  void init_weights(const BufferView& w) const override { fill(w, 0.0); }
+  double forward_backward(const BufferView& w, const BufferView& g, int64_t,
+                          const std::function<void(int)>& ready) override {
+    auto wv = w.as<float>();
+    auto gv = g.as<float>();
+    double loss = 0;
+    for (size_t i = 0; i < n_; ++i) {
+      gv[i] = wv[i] - static_cast<float>(target(rank_, i));
+      loss += 0.5 * gv[i] * gv[i];
+    }
+    for (int l = static_cast<int>(layers_.size()) - 1; l >= 0; --l)
+      ready(l);
+    return loss;
+  }
+
+ private:
+  int rank_;
+  std::vector<Layer> layers_;
+  size_t n_ = 0;
+};
+
+// A model on meta buffers: layers with profiled times and no data (like a profile workload).
+class MetaModel final : public Model {
+ public:
+  explicit MetaModel(std::vector<size_t> sizes) {
+    size_t offset = 0;
+    for (size_t count : sizes) {
+      Layer layer;
+      layer.name = "meta" + std::to_string(layers_.size());
+      layer.offset = offset;
+      layer.count = count;
+      layer.forward.duration = Time::us(50);
+      layer.backward.duration = Time::us(100);
+      offset += count;
+      layers_.push_back(layer);
+    }
+    n_ = offset;
+  }
+  const std::vector<Layer>& layers() const override { return layers_; }
+  size_t num_params() const override { return n_; }
+  bool materialized() const override { return false; }
+  void init_weights(const BufferView&) const override {}
+  double forward_backward(const BufferView&, const BufferView&, int64_t,
+                          const std::function<void(int)>& ready) override {
+    for (int l = static_cast<int>(layers_.size()) - 1; l >= 0; --l)
+      ready(l);
+    return std::nan("");
+  }
+
+ private:
+  std::vector<Layer> layers_;
+  size_t n_ = 0;
+};
+
+// Runs an inner algorithm and keeps a copy of the final weights (after the inner finish has drained
+// its background work).
+class WeightsProbe final : public Algorithm {
+ public:
+  explicit WeightsProbe(Algorithm& inner) : inner_(inner) {}
+  std::string name() const override { return inner_.name(); }
+  void init(TrainState& s) override { inner_.init(s); }
+  void before_forward(TrainState& s) override { inner_.before_forward(s); }
+  void on_bucket_ready(TrainState& s, const Bucket& b) override { inner_.on_bucket_ready(s, b); }
+  void after_backward(TrainState& s) override { inner_.after_backward(s); }
+  void apply_update(TrainState& s) override { inner_.apply_update(s); }
+  void after_update(TrainState& s) override { inner_.after_update(s); }
+  void finish(TrainState& s) override {
+    inner_.finish(s);
+    s.comm.synchronize();
+    if (s.weights.is_host()) {
+      auto w = s.weights.as<float>();
+      weights.assign(w.begin(), w.end());
+    }
+  }
+  std::vector<float> weights;
+
+ private:
+  Algorithm& inner_;
+};
+
+struct Registries {
+  Registries() {
+    register_compressors(compressors);
+    register_optimizers(optimizers);
+    register_algorithms(algorithms);
+  }
+  CompressorRegistry compressors{"compressor"};
+  OptimizerRegistry optimizers{"optimizer"};
+  AlgorithmRegistry algorithms{"algorithm"};
+  AlgorithmDeps deps() const { return {compressors, optimizers}; }
+};
+
+struct RunSpec {
+  std::string algorithm;
+  std::map<std::string, ParamValue> params;  // overrides of the algorithm's defaults
+  int ranks = 2;
+  int per_host = 1;
+  bool meta = false;                            // MetaModel instead of QuadraticModel
+  std::vector<size_t> layer_sizes{3, 5, 2, 6};  // 16 parameters in 4 layers
+  int64_t iterations = 3;
+  double lr = 0.1;         // plain SGD
+  Bytes bucket_bytes{16};  // several buckets
+};
+
+struct RunResult {
+  std::vector<std::vector<float>> weights;  // per rank (empty for meta)
+  std::vector<TrainResult> train;           // per rank
+};
+
+inline RunResult run_algorithm(Backend backend, const Registries& reg, const RunSpec& spec) {
+  const auto& entry = reg.algorithms.at(spec.algorithm);
+  for (const auto& [key, value] : spec.params) {
+    auto error = entry.schema.validate(key, value);
+    EXPECT_FALSE(error.has_value()) << spec.algorithm << "." << key << ": " << error.value_or("");
+  }
+  const Params params(entry.schema, spec.params);
+  RunResult out;
+  out.weights.resize(static_cast<size_t>(spec.ranks));
+  out.train.resize(static_cast<size_t>(spec.ranks));
+  std::mutex mu;
+  run_ranks(
+      backend, spec.ranks,
+      [&](RankContext& ctx) {
+        const int rank = ctx.transport().rank();
+        std::unique_ptr<Model> model;
+        if (spec.meta)
+          model = std::make_unique<MetaModel>(spec.layer_sizes);
+        else
+          model = std::make_unique<QuadraticModel>(rank, spec.layer_sizes);
+        Buffer like = spec.meta ? Buffer::meta(DType::kF32, 1) : Buffer::host(DType::kF32, 1);
+        Params sgd_params(sgd_schema(), {{"lr", spec.lr}});
+        std::unique_ptr<Optimizer> sgd = make_sgd(sgd_params, model->num_params(), like);
+        std::unique_ptr<Algorithm> algorithm =
+            reg.algorithms.create(spec.algorithm, params, reg.deps());
+        WeightsProbe probe(*algorithm);
+        TrainOptions options;
+        options.iterations = spec.iterations;
+        options.bucket_bytes = spec.bucket_bytes;
+        TrainResult r = train(ctx, *model, *sgd, probe, options);
+        std::lock_guard<std::mutex> lock(mu);
+        out.weights[static_cast<size_t>(rank)] = probe.weights;
+        out.train[static_cast<size_t>(rank)] = std::move(r);
+      },
+      spec.per_host);
+  return out;
+}
+
+}  // namespace bagua::testing
