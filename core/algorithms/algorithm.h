@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -65,6 +66,11 @@ class Algorithm {
   virtual void on_bucket_ready(TrainState& s, const Bucket& b) {}
   virtual void after_backward(TrainState& s) {}
   virtual void apply_update(TrainState& s) { s.optimizer.step(s.weights, s.grads); }
+  // Modelled device cost of apply_update, charged by the trainer on the compute stream.
+  virtual Work update_cost(const TrainState& s) const { return s.optimizer.cost(s.model.num_params()); }
+  // Runs `read` while the weights are stable: asynchronous algorithms hold off their background
+  // averaging so that the trainer's evaluation reads a consistent model.
+  virtual void read_weights(TrainState& s, const std::function<void()>& read) { read(); }
   virtual void after_update(TrainState& s) {}
   virtual void finish(TrainState& s) {}
 };

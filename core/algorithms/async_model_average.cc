@@ -55,6 +55,11 @@ void AsyncModelAverage::apply_update(TrainState& s) {
   averager_->locked([&s] { s.optimizer.step(s.weights, s.grads); });
 }
 
+void AsyncModelAverage::read_weights(TrainState& s, const std::function<void()>& read) {
+  if (averager_ && averager_->started()) averager_->locked(read);
+  else read();
+}
+
 void AsyncModelAverage::finish(TrainState& s) {
   averager_->stop();
 }

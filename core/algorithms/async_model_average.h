@@ -34,6 +34,7 @@ class AsyncModelAverage final : public Algorithm {
   void on_bucket_ready(TrainState& s, const Bucket& b) override;
   void after_backward(TrainState& s) override;
   void apply_update(TrainState& s) override;
+  void read_weights(TrainState& s, const std::function<void()>& read) override;
   void finish(TrainState& s) override;
 
   // Completed averaging rounds of this rank's loop (for tests and reports).

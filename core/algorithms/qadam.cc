@@ -119,4 +119,11 @@ void QAdam::apply_update(TrainState& s) {
   }
 }
 
+// Adam's update: read w, g, m, v and write w, m, v (7 f32 per parameter), about 10 flops per parameter
+// (the same memory-bound model as the adam optimizer's cost).
+Work QAdam::update_cost(const TrainState& s) const {
+  const size_t n = s.model.num_params();
+  return Work{10.0 * static_cast<double>(n), Bytes(static_cast<int64_t>(28 * n)), {}};
+}
+
 }  // namespace bagua

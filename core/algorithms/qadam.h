@@ -49,6 +49,7 @@ class QAdam final : public Algorithm {
   void on_bucket_ready(TrainState& s, const Bucket& b) override;
   void after_backward(TrainState& s) override;
   void apply_update(TrainState& s) override;
+  Work update_cost(const TrainState& s) const override;
 
  private:
   bool warming_up(const TrainState& s) const { return s.step + 1 <= warmup_steps_; }

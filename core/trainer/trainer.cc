@@ -79,8 +79,12 @@ TrainResult train(RankContext& ctx, Model& model, Optimizer& optimizer, Algorith
   // The full-data loss of this rank's weights: real arithmetic, outside modelled time.
   auto full_loss = [&]() -> double {
     if (!model.materialized()) return std::nan("");
-    if (tensors.mirrored) copy(tensors.host_weights, tensors.weights);
-    return model.full_loss(tensors.model_weights());
+    double loss = 0;
+    algorithm.read_weights(state, [&] {
+      if (tensors.mirrored) copy(tensors.host_weights, tensors.weights);
+      loss = model.full_loss(tensors.model_weights());
+    });
+    return loss;
   };
 
   TrainResult result;
@@ -125,7 +129,7 @@ TrainResult train(RankContext& ctx, Model& model, Optimizer& optimizer, Algorith
 
     algorithm.after_backward(state);
     algorithm.apply_update(state);
-    rec.compute += clock.compute(optimizer.cost(model.num_params()));
+    rec.compute += clock.compute(algorithm.update_cost(state));
     algorithm.after_update(state);
     rec.end = clock.now();
 
