@@ -23,6 +23,8 @@ struct LinkSpec {
 };
 
 // A device (GPU) model for Clock::compute: duration + max(flops / peak_flops, memory / memory_bandwidth).
+// Each term is rounded up to whole nanoseconds; a zero peak_flops or memory_bandwidth leaves its term
+// out (that resource is not modelled). A rank's streams compute concurrently, without contending.
 struct DeviceSpec {
   double peak_flops = 0;       // FLOP/s
   Bandwidth memory_bandwidth;  // device memory
@@ -56,6 +58,21 @@ struct ClusterSpec {
   int world_size() const { return hosts * devices_per_host; }
 };
 
+// Throws ConfigError naming the first invalid field, prefixed by `prefix` (e.g. "cluster."), as in
+// "cluster.nic.bandwidth must be > 0, got 0". Fields: hosts, devices_per_host, intra_host.bandwidth,
+// intra_host.latency, nic.bandwidth, nic.latency, hosts_per_leaf, oversubscription, spine.bandwidth,
+// spine.latency (the last four for leaf-spine only), device.peak_flops, device.memory_bandwidth,
+// factors.bandwidth_efficiency, factors.latency_factor, factors.flow_window_cap. Link bandwidths must
+// be finite and > 0; latencies >= 0; a zero peak_flops or memory_bandwidth leaves that term out of
+// compute times; spine.bandwidth 0 means hosts_per_leaf * nic.bandwidth / oversubscription.
+void validate(const ClusterSpec& spec, const std::string& prefix = "");
+
+// The time the simulator charges one message of `bytes` from world rank `src` to `dst` when it is alone
+// on the network: route latency * latency_factor + ceil(bytes / the route's slowest capacity, capped by
+// the window), the alpha-beta closed form; 0 from a rank to itself. For closed-form tests and for
+// printing predicted costs before a run. `spec` must be valid.
+Time lone_transfer_time(const ClusterSpec& spec, int src, int dst, Bytes bytes);
+
 struct SimOptions {
   bool trace = false;  // record a Chrome trace-event timeline
 };
@@ -74,6 +91,7 @@ struct LinkStats {
 
 class Simulation {
  public:
+  // Validates `spec` (ConfigError naming the field, see validate()).
   Simulation(ClusterSpec spec, SimOptions options = {});
   ~Simulation();
   Simulation(const Simulation&) = delete;
@@ -82,7 +100,7 @@ class Simulation {
   // Runs `body` on every rank (rank r on host r / devices_per_host) until every one returns; returns
   // the simulated time at which the last finished. An exception thrown by any rank stops the run and
   // is rethrown here (the first one, by simulated time); a deadlock (ranks blocked, nothing scheduled)
-  // throws InternalError naming the blocked ranks and what they wait for.
+  // throws InternalError naming the blocked ranks and what they wait for. A Simulation runs once.
   Time run(const std::function<void(RankContext&)>& body);
 
   const ClusterSpec& spec() const { return spec_; }

@@ -1,0 +1,219 @@
+#include "netsim/fibers.h"
+
+#include <boost/context/preallocated.hpp>
+#include <boost/context/protected_fixedsize_stack.hpp>
+
+#include "core/check.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define BAGUA_NETSIM_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define BAGUA_NETSIM_ASAN 1
+#endif
+#endif
+
+#if defined(BAGUA_NETSIM_ASAN)
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#endif
+
+namespace bagua::netsim {
+
+namespace {
+
+#if defined(BAGUA_NETSIM_ASAN)
+constexpr bool kAsan = true;
+void start_switch(void** fake_stack_save, const void* bottom, size_t size) {
+  __sanitizer_start_switch_fiber(fake_stack_save, bottom, size);
+}
+void finish_switch(void* fake_stack_save, const void** bottom_old, size_t* size_old) {
+  __sanitizer_finish_switch_fiber(fake_stack_save, bottom_old, size_old);
+}
+void unpoison(void* p, size_t n) {
+  ASAN_UNPOISON_MEMORY_REGION(p, n);
+}
+#else
+constexpr bool kAsan = false;
+void start_switch(void**, const void*, size_t) {}
+void finish_switch(void*, const void**, size_t*) {}
+void unpoison(void*, size_t) {}
+#endif
+
+// Every fiber's stack: 1 MiB of address space below a guard page (mmap'ed; the OS commits pages only as
+// they are touched, so thousands of mostly idle ranks cost little memory). 1 MiB leaves room for Eigen,
+// which puts temporaries of up to 128 KiB on the stack (its EIGEN_STACK_ALLOCATION_LIMIT default);
+// AddressSanitizer's redzones make frames several times larger, hence 4 MiB there.
+constexpr size_t kStackSize = kAsan ? size_t{4} << 20 : size_t{1} << 20;
+
+// Frees a protected (guard-paged) stack, first clearing any sanitizer poison its frames left: poisoned
+// shadow on a dead stack would haunt whatever is mapped there next.
+class StackAllocator {
+ public:
+  boost::context::stack_context allocate() { return inner_.allocate(); }
+  void deallocate(boost::context::stack_context& sctx) noexcept {
+    unpoison(static_cast<char*>(sctx.sp) - sctx.size, sctx.size);
+    inner_.deallocate(sctx);
+  }
+
+ private:
+  boost::context::protected_fixedsize_stack inner_{kStackSize};
+};
+
+}  // namespace
+
+std::string describe(const WaitReason& r) {
+  const std::string in = r.subgroup ? " in a subgroup" : "";
+  switch (r.kind) {
+    case WaitKind::kReceive:
+      return "a receive from rank " + std::to_string(r.peer) + " tag " + std::to_string(r.tag) + in;
+    case WaitKind::kSend:
+      return "a send to rank " + std::to_string(r.peer) + " tag " + std::to_string(r.tag) + in;
+    case WaitKind::kEvent:
+      return "an event";
+    case WaitKind::kStreamSync:
+      return "stream '" + (r.stream ? *r.stream : std::string()) + "' to finish";
+    case WaitKind::kStreamDrain:
+      return "stream '" + (r.stream ? *r.stream : std::string()) + "' to drain before it is destroyed";
+    case WaitKind::kStreamIdle:
+      return "work (an idle stream)";
+    case WaitKind::kTimer:
+      return "a timer";
+  }
+  return "something";
+}
+
+Fibers::Fibers(Engine& engine, OnError on_error) : engine_(engine), on_error_(std::move(on_error)) {}
+
+Fibers::~Fibers() {
+  // Normally every fiber has finished; if not (the run never happened or was cut short), unwind them.
+  abort_all();
+}
+
+Fibers::Fiber& Fibers::spawn(int rank, int track, std::function<void()> body) {
+  auto owned = std::make_unique<Fiber>();
+  Fiber& f = *owned;
+  f.id = static_cast<int>(fibers_.size());
+  f.rank = rank;
+  f.track = track;
+  f.body = std::move(body);
+  fibers_.push_back(std::move(owned));
+  if (!aborting_) {
+    f.state = State::kReady;
+    engine_.after(Time::zero(), [this, &f] { resume(f); });
+  }
+  return f;
+}
+
+void Fibers::entry(Fiber& f) {
+  if (aborting_) return;  // torn down before it ever ran
+  try {
+    f.body();
+  } catch (const FiberAbort&) {
+    // unwound on purpose
+  } catch (...) {
+    on_error_(f, std::current_exception());
+  }
+  f.body = nullptr;
+}
+
+Fibers::Fiber& Fibers::current() const {
+  BAGUA_CHECK(current_ != nullptr, "a blocking simulator call made outside a rank's fiber");
+  return *current_;
+}
+
+void Fibers::resume(Fiber& f) {
+  BAGUA_CHECK(current_ == nullptr, "a fiber resumed from inside another fiber");
+  BAGUA_CHECK(f.state != State::kDone && f.state != State::kRunning,
+              "resume of a finished or running fiber");
+  f.state = State::kRunning;
+  current_ = &f;
+  void* fake_stack = nullptr;
+  if (!f.created) {
+    // Boost.Context enters a new fiber once when creating it (and comes straight back), a switch nobody
+    // could announce to the sanitizer; so the fiber is created here, inside the announced switch to its
+    // stack, on its first run, and always from the engine's stack. (It also allocates stacks lazily.)
+    StackAllocator allocator;
+    const boost::context::stack_context sctx = allocator.allocate();
+    f.stack_bottom = static_cast<char*>(sctx.sp) - sctx.size;
+    f.stack_size = sctx.size;
+    start_switch(&fake_stack, f.stack_bottom, f.stack_size);
+    f.created = true;
+    f.context = boost::context::fiber(
+        std::allocator_arg, boost::context::preallocated(sctx.sp, sctx.size, sctx), allocator,
+        [this, &f](boost::context::fiber&& from) {
+          f.scheduler = std::move(from);
+          finish_switch(nullptr, &engine_stack_bottom_, &engine_stack_size_);
+          entry(f);
+          f.state = State::kDone;
+          start_switch(nullptr, engine_stack_bottom_, engine_stack_size_);
+          return std::move(f.scheduler);
+        });
+  } else {
+    start_switch(&fake_stack, f.stack_bottom, f.stack_size);
+  }
+  f.context = std::move(f.context).resume();
+  finish_switch(fake_stack, nullptr, nullptr);
+  current_ = nullptr;
+}
+
+void Fibers::suspend(Fiber& f) {
+  void* fake_stack = nullptr;
+  start_switch(&fake_stack, engine_stack_bottom_, engine_stack_size_);
+  f.scheduler = std::move(f.scheduler).resume();
+  finish_switch(fake_stack, &engine_stack_bottom_, &engine_stack_size_);
+  current_ = &f;
+  f.state = State::kRunning;
+}
+
+void Fibers::block(const WaitReason& reason) {
+  if (!block_nothrow(reason)) throw FiberAbort{};
+}
+
+bool Fibers::block_nothrow(const WaitReason& reason) {
+  Fiber& f = current();
+  if (aborting_) return false;
+  f.state = State::kBlocked;
+  f.reason = reason;
+  suspend(f);
+  return !aborting_;
+}
+
+void Fibers::sleep(Time d) {
+  Fiber& f = current();
+  if (aborting_) throw FiberAbort{};
+  f.state = State::kSleeping;
+  f.reason = WaitReason{WaitKind::kTimer};
+  engine_.after(d, [this, &f] { resume(f); });
+  suspend(f);
+  if (aborting_) throw FiberAbort{};
+}
+
+void Fibers::wake(Fiber& f) {
+  if (f.state != State::kBlocked || aborting_) return;
+  f.state = State::kReady;
+  engine_.after(Time::zero(), [this, &f] { resume(f); });
+}
+
+void Fibers::abort_all() {
+  aborting_ = true;
+  engine_.clear();
+  BAGUA_CHECK(current_ == nullptr, "abort_all from inside a fiber");
+  // Fibers spawned while unwinding (they never run their body) are finished in a further round.
+  for (size_t begin = 0, end = fibers_.size(); begin < end; begin = end, end = fibers_.size()) {
+    for (size_t i = end; i-- > begin;) {
+      Fiber& f = *fibers_[i];
+      // A fiber that swallows FiberAbort and blocks again is resumed again; one that keeps doing so is
+      // left to Boost.Context's forced unwinding when it is destroyed.
+      if (!f.created) {  // never ran: nothing to unwind
+        f.state = State::kDone;
+        f.body = nullptr;
+      }
+      for (int attempt = 0; f.state != State::kDone && attempt < 100; ++attempt)
+        resume(f);
+    }
+  }
+  engine_.clear();
+}
+
+}  // namespace bagua::netsim

@@ -1,0 +1,141 @@
+// Cooperative fibers on the discrete-event engine: every rank's main body and every stream of a rank is
+// a stackful fiber (Boost.Context), and exactly one of them runs at a time, on the engine's OS thread.
+//
+// Terms:
+//   fiber     a body with its own stack; it runs until it blocks, then the engine goes on with the next
+//             event. Only events resume fibers, so fibers never switch to each other directly.
+//   block     suspend the running fiber until someone wakes it; the reason is kept for deadlock reports
+//   wake      schedule a blocked fiber to resume at the current time (as an event, so that the order of
+//             wake-ups is the order of the events that caused them)
+//   sleep     suspend the running fiber until now + d (a timer event)
+//   abort     after a failure or a deadlock, every unfinished fiber is resumed once more and its
+//   blocking
+//             call throws FiberAbort, so that its stack unwinds and every destructor runs
+//
+// Under AddressSanitizer every stack switch is announced with __sanitizer_start_switch_fiber /
+// __sanitizer_finish_switch_fiber, so that ASan knows which stack is current.
+#pragma once
+
+#include <boost/context/fiber.hpp>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/transport.h"
+#include "netsim/engine.h"
+
+namespace bagua::netsim {
+
+// Thrown into a blocked fiber to unwind it when the run is torn down. Deliberately not a
+// std::exception, so that `catch (const std::exception&)` in user code lets it through.
+struct FiberAbort {};
+
+enum class WaitKind : uint8_t {
+  kReceive,
+  kSend,
+  kEvent,
+  kStreamSync,
+  kStreamDrain,
+  kStreamIdle,
+  kTimer
+};
+
+// What a blocked fiber waits for, in world ranks.
+struct WaitReason {
+  WaitKind kind = WaitKind::kEvent;
+  int peer = -1;
+  Tag tag = 0;
+  bool subgroup = false;
+  const std::string* stream = nullptr;  // kStreamSync / kStreamDrain: the stream's name
+};
+std::string describe(const WaitReason& reason);
+
+class Fibers {
+ public:
+  enum class State : uint8_t { kNew, kReady, kRunning, kBlocked, kSleeping, kDone };
+  struct Fiber {
+    int id = 0;
+    int rank = 0;
+    int track = 0;     // trace lane: 0 for a rank's main fiber, 1+ for its streams
+    std::string name;  // a stream's name; empty for a rank's main fiber
+    State state = State::kNew;
+    WaitReason reason;
+    std::function<void()> body;
+    boost::context::fiber context;    // the fiber, while it is suspended
+    boost::context::fiber scheduler;  // the engine's side, while the fiber runs
+    bool created = false;             // the Boost.Context fiber exists (from its first run on)
+    void* stack_bottom = nullptr;     // for the sanitizer annotations
+    size_t stack_size = 0;
+  };
+  // Called on the failing fiber when its body throws (anything but FiberAbort).
+  using OnError = std::function<void(Fiber&, std::exception_ptr)>;
+
+  Fibers(Engine& engine, OnError on_error);
+  ~Fibers();
+  Fibers(const Fibers&) = delete;
+  Fibers& operator=(const Fibers&) = delete;
+
+  // Creates a fiber and schedules its start now.
+  Fiber& spawn(int rank, int track, std::function<void()> body);
+  // The running fiber (checked: blocking calls are only legal inside a fiber).
+  Fiber& current() const;
+  bool in_fiber() const { return current_ != nullptr; }
+
+  // Suspends the running fiber until wake(); throws FiberAbort once the run is being torn down.
+  void block(const WaitReason& reason);
+  // Same, for destructors: never throws; returns false (at once) when the run is being torn down.
+  bool block_nothrow(const WaitReason& reason);
+  // Suspends the running fiber for `d` of virtual time.
+  void sleep(Time d);
+  // Makes a blocked fiber resume now (after the events already due now); no-op otherwise.
+  void wake(Fiber& f);
+
+  bool aborting() const { return aborting_; }
+  // Resumes every unfinished fiber so that it unwinds (newest first, so that a stream is unwound before
+  // the main fiber whose stack its tasks may refer to). Drops every pending event.
+  void abort_all();
+  const std::vector<std::unique_ptr<Fiber>>& all() const { return fibers_; }
+
+ private:
+  void resume(Fiber& f);   // engine side: switch into `f`
+  void suspend(Fiber& f);  // fiber side: switch back to the engine
+  void entry(Fiber& f);
+
+  Engine& engine_;
+  OnError on_error_;
+  std::vector<std::unique_ptr<Fiber>> fibers_;
+  Fiber* current_ = nullptr;
+  bool aborting_ = false;
+  // The engine's stack, as the sanitizer reports it when a fiber is entered.
+  const void* engine_stack_bottom_ = nullptr;
+  size_t engine_stack_size_ = 0;
+};
+
+// The fibers waiting for one thing (a message, an event, a stream), woken in the order they came. Most
+// things have one waiter, kept without allocating.
+class WaitList {
+ public:
+  void add(Fibers::Fiber& f) {
+    if (first_ == nullptr)
+      first_ = &f;
+    else
+      more_.push_back(&f);
+  }
+  void wake_all(Fibers& fibers) {
+    if (first_ == nullptr) return;
+    fibers.wake(*std::exchange(first_, nullptr));
+    for (Fibers::Fiber* f : more_)
+      fibers.wake(*f);
+    more_.clear();
+  }
+
+ private:
+  Fibers::Fiber* first_ = nullptr;
+  std::vector<Fibers::Fiber*> more_;
+};
+
+}  // namespace bagua::netsim

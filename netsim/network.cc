@@ -1,0 +1,159 @@
+#include "netsim/network.h"
+
+#include <cmath>
+
+#include "core/check.h"
+
+namespace bagua::netsim {
+
+FlowNetwork::FlowNetwork(const Topology& topology, Bandwidth window_cap, Engine& engine)
+    : topology_(topology),
+      window_cap_(window_cap.bytes_per_second()),
+      engine_(engine),
+      active_(topology.links().size()),
+      carried_(topology.links().size(), 0),
+      link_mark_(topology.links().size(), 0),
+      link_local_(topology.links().size(), -1) {}
+
+int32_t FlowNetwork::allocate_flow() {
+  if (!free_flows_.empty()) {
+    const int32_t id = free_flows_.back();
+    free_flows_.pop_back();
+    return id;
+  }
+  flows_.emplace_back();
+  return static_cast<int32_t>(flows_.size() - 1);
+}
+
+void FlowNetwork::start(const Route& route, Bytes bytes, Done done) {
+  BAGUA_CHECK(bytes.count() >= 0, "flow of negative size " + std::to_string(bytes.count()));
+  const int32_t id = allocate_flow();
+  Flow& f = flows_[static_cast<size_t>(id)];
+  f.route = route;
+  f.bytes = bytes.count();
+  f.remaining = static_cast<double>(bytes.count());
+  f.rate = 0;
+  f.completion = EventQueue::kNoEvent;
+  f.done = std::move(done);
+  // Phase 1: the route latency, using no bandwidth. An empty message completes right after it.
+  if (bytes.count() == 0) {
+    engine_.after(route.latency, [this, id] { complete(id); });
+  } else {
+    engine_.after(route.latency, [this, id] { enter_transfer(id); });
+  }
+}
+
+void FlowNetwork::enter_transfer(int32_t id) {
+  Flow& f = flows_[static_cast<size_t>(id)];
+  f.updated = engine_.now();
+  for (int i = 0; i < f.route.count; ++i) {
+    auto& on_link = active_[static_cast<size_t>(f.route.links[static_cast<size_t>(i)])];
+    f.position[static_cast<size_t>(i)] = static_cast<int32_t>(on_link.size());
+    on_link.push_back(id);
+  }
+  ++active_flows_;
+  reshare(f.route);
+}
+
+void FlowNetwork::complete(int32_t id) {
+  Flow& f = flows_[static_cast<size_t>(id)];
+  const Route route = f.route;
+  const bool transferring = f.rate > 0;
+  if (transferring) {
+    // Leave every link: swap-remove, fixing the moved flow's position.
+    for (int i = 0; i < route.count; ++i) {
+      const auto link = static_cast<size_t>(route.links[static_cast<size_t>(i)]);
+      auto& on_link = active_[link];
+      const auto pos = static_cast<size_t>(f.position[static_cast<size_t>(i)]);
+      const int32_t moved = on_link.back();
+      on_link[pos] = moved;
+      on_link.pop_back();
+      if (moved != id) {
+        Flow& m = flows_[static_cast<size_t>(moved)];
+        for (int j = 0; j < m.route.count; ++j)
+          if (m.route.links[static_cast<size_t>(j)] == static_cast<int32_t>(link))
+            m.position[static_cast<size_t>(j)] = static_cast<int32_t>(pos);
+      }
+    }
+    --active_flows_;
+  }
+  for (int i = 0; i < route.count; ++i)
+    carried_[static_cast<size_t>(route.links[static_cast<size_t>(i)])] += f.bytes;
+  Done done = std::move(f.done);
+  f.done = nullptr;
+  f.completion = EventQueue::kNoEvent;
+  free_flows_.push_back(id);
+  if (transferring) reshare(route);
+  done();
+}
+
+void FlowNetwork::bring_up_to_date(Flow& f) {
+  const Time now = engine_.now();
+  if (f.rate > 0 && now > f.updated) {
+    f.remaining -= f.rate * static_cast<double>((now - f.updated).nanoseconds()) / 1e9;
+    if (f.remaining < 0) f.remaining = 0;
+  }
+  f.updated = now;
+}
+
+void FlowNetwork::schedule_completion(int32_t id) {
+  Flow& f = flows_[static_cast<size_t>(id)];
+  engine_.cancel(f.completion);
+  const Time at = engine_.now() + ceil_ns(f.remaining * 1e9 / f.rate);
+  f.completion = engine_.at(at, [this, id] { complete(id); });
+}
+
+void FlowNetwork::reshare(const Route& changed) {
+  // Collect the component(s): breadth-first over links, in a deterministic order (the order flows sit
+  // on each link's list is itself the deterministic result of earlier insertions and removals).
+  ++epoch_;
+  component_links_.clear();
+  component_flows_.clear();
+  auto visit_link = [&](int32_t l) {
+    if (link_mark_[static_cast<size_t>(l)] == epoch_) return;
+    link_mark_[static_cast<size_t>(l)] = epoch_;
+    component_links_.push_back(l);
+  };
+  for (int i = 0; i < changed.count; ++i)
+    visit_link(changed.links[static_cast<size_t>(i)]);
+  for (size_t next = 0; next < component_links_.size(); ++next) {
+    for (int32_t id : active_[static_cast<size_t>(component_links_[next])]) {
+      Flow& f = flows_[static_cast<size_t>(id)];
+      if (f.mark == epoch_) continue;
+      f.mark = epoch_;
+      component_flows_.push_back(id);
+      for (int i = 0; i < f.route.count; ++i)
+        visit_link(f.route.links[static_cast<size_t>(i)]);
+    }
+  }
+  if (component_flows_.empty()) return;
+
+  solver_.clear();
+  const auto& links = topology_.links();
+  for (int32_t l : component_links_) {
+    if (active_[static_cast<size_t>(l)].empty()) continue;  // a link the finished flow alone used
+    link_local_[static_cast<size_t>(l)] = solver_.add_link(links[static_cast<size_t>(l)].capacity);
+  }
+  std::array<int, Route::kMaxLinks> local{};
+  for (int32_t id : component_flows_) {
+    const Flow& f = flows_[static_cast<size_t>(id)];
+    for (int i = 0; i < f.route.count; ++i)
+      local[static_cast<size_t>(i)] =
+          link_local_[static_cast<size_t>(f.route.links[static_cast<size_t>(i)])];
+    solver_.add_flow(std::span<const int>(local.data(), static_cast<size_t>(f.route.count)),
+                     window_cap_);
+  }
+  const std::vector<double>& rates = solver_.solve();
+  for (size_t k = 0; k < component_flows_.size(); ++k) {
+    const int32_t id = component_flows_[k];
+    Flow& f = flows_[static_cast<size_t>(id)];
+    const double rate = rates[k];
+    if (rate == f.rate) continue;
+    BAGUA_CHECK(rate > 0 && std::isfinite(rate), "flow rate " + std::to_string(rate));
+    bring_up_to_date(f);
+    f.rate = rate;
+    schedule_completion(id);
+  }
+}
+
+}  // namespace bagua::netsim

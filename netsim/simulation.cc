@@ -1,0 +1,157 @@
+#include "netsim/simulation.h"
+
+#include <algorithm>
+#include <ostream>
+#include <tuple>
+
+#include "core/check.h"
+#include "netsim/context.h"
+#include "netsim/world.h"
+
+namespace bagua::netsim {
+
+World::World(const ClusterSpec& spec_in, const SimOptions& options)
+    : spec(spec_in),
+      tracing(options.trace),
+      topology(spec_in),
+      network(topology, spec_in.factors.flow_window_cap, engine),
+      totals(static_cast<size_t>(spec_in.world_size())),
+      mailbox(*this),
+      fibers(engine, [this](Fibers::Fiber& f, std::exception_ptr e) {
+        fail(f.rank, engine.now(), std::move(e));
+      }) {}
+
+void World::comm_begin(int rank) {
+  RankTotals& t = totals[static_cast<size_t>(rank)];
+  if (t.in_flight++ == 0) t.busy_since = engine.now();
+}
+
+void World::comm_end(int rank) {
+  RankTotals& t = totals[static_cast<size_t>(rank)];
+  if (--t.in_flight == 0) t.busy_comm += engine.now() - t.busy_since;
+}
+
+void World::fail(int rank, Time at, std::exception_ptr error) {
+  if (fibers.aborting()) return;  // thrown while unwinding after the failure that stopped the run
+  if (!failure || std::tie(at, rank) < std::tie(failure->at, failure->rank))
+    failure = Failure{at, rank, std::move(error)};
+}
+
+Time lone_transfer_time(const ClusterSpec& spec, int src, int dst, Bytes bytes) {
+  validate(spec);
+  BAGUA_CHECK(
+      src >= 0 && dst >= 0 && src < spec.world_size() && dst < spec.world_size(),
+      "lone_transfer_time between ranks " + std::to_string(src) + " and " + std::to_string(dst));
+  if (src == dst) return Time::zero();
+  const Topology topology(spec);
+  const Route route = topology.route(src, dst);
+  if (bytes.count() == 0) return route.latency;
+  // The same arithmetic as FlowNetwork: the rate is the max-min share of a flow alone.
+  double rate = spec.factors.flow_window_cap.bytes_per_second();
+  for (int i = 0; i < route.count; ++i)
+    rate = std::min(
+        rate, topology.links()[static_cast<size_t>(route.links[static_cast<size_t>(i)])].capacity);
+  return route.latency + ceil_ns(static_cast<double>(bytes.count()) * 1e9 / rate);
+}
+
+struct Simulation::Impl {
+  Impl(const ClusterSpec& spec, const SimOptions& options) : world(spec, options) {}
+
+  // "deadlock at 1.200 ms: rank 3 waits for a receive from rank 2 tag 5; ..."
+  std::string deadlock_report() const {
+    constexpr int kListed = 16;  // enough to see the pattern; the rest are counted
+    std::string listed;
+    int blocked = 0;
+    for (const auto& f : world.fibers.all()) {
+      if (f->state != Fibers::State::kBlocked || f->reason.kind == WaitKind::kStreamIdle) continue;
+      if (blocked++ >= kListed) continue;
+      listed += (listed.empty() ? "" : "; ") + std::string("rank ") + std::to_string(f->rank) +
+                (f->name.empty() ? "" : " (stream '" + f->name + "')") + " waits for " +
+                describe(f->reason);
+    }
+    if (blocked == 0) return "";
+    if (blocked > kListed) listed += "; and " + std::to_string(blocked - kListed) + " more";
+    return "deadlock at " + to_string(world.engine.now()) + ": " + listed;
+  }
+
+  // Contexts first, so that they outlive the world's fibers (which are unwound when the world dies).
+  std::vector<std::unique_ptr<SimContext>> contexts;
+  World world;
+  bool ran = false;
+  Time end;  // when the last rank's body returned
+};
+
+Simulation::Simulation(ClusterSpec spec, SimOptions options) : spec_(std::move(spec)) {
+  validate(spec_);
+  impl_ = std::make_unique<Impl>(spec_, options);
+}
+
+Simulation::~Simulation() = default;
+
+Time Simulation::run(const std::function<void(RankContext&)>& body) {
+  Impl& impl = *impl_;
+  World& world = impl.world;
+  BAGUA_CHECK(!impl.ran, "a Simulation runs once");
+  impl.ran = true;
+
+  const int ranks = spec_.world_size();
+  impl.contexts.reserve(static_cast<size_t>(ranks));
+  for (int r = 0; r < ranks; ++r)
+    impl.contexts.push_back(std::make_unique<SimContext>(world, r));
+  for (int r = 0; r < ranks; ++r) {
+    world.fibers.spawn(r, /*track=*/0, [&impl, &body, r] {
+      body(*impl.contexts[static_cast<size_t>(r)]);
+      impl.end = std::max(impl.end, impl.world.engine.now());
+    });
+  }
+
+  // After a failure, the events due at the same time still run, so that a lower rank failing at the
+  // same instant is the one reported.
+  while (!world.engine.idle()) {
+    if (world.failure && world.engine.next_time() > world.failure->at) break;
+    world.engine.step();
+  }
+  if (world.failure) {
+    world.fibers.abort_all();
+    std::rethrow_exception(world.failure->error);
+  }
+  const std::string deadlock = impl.deadlock_report();
+  if (!deadlock.empty()) {
+    world.fibers.abort_all();
+    throw InternalError(deadlock);
+  }
+  world.fibers.abort_all();  // streams whose handle outlived the body (idle): nothing left to do
+  return impl.end;
+}
+
+std::vector<RankStats> Simulation::rank_stats() const {
+  std::vector<RankStats> out;
+  for (const RankTotals& t : impl_->world.totals)
+    out.push_back({t.compute, t.busy_comm});
+  return out;
+}
+
+std::vector<LinkStats> Simulation::link_stats() const {
+  const World& world = impl_->world;
+  const auto& links = world.topology.links();
+  const double seconds = world.engine.now().seconds();
+  std::vector<LinkStats> out;
+  out.reserve(links.size());
+  for (size_t i = 0; i < links.size(); ++i) {
+    const int64_t carried = world.network.carried()[i];
+    const double capacity = links[i].bandwidth.bytes_per_second() * seconds;
+    out.push_back(
+        {links[i].name, Bytes(carried), capacity > 0 ? static_cast<double>(carried) / capacity : 0.0});
+  }
+  return out;
+}
+
+void Simulation::write_trace(std::ostream& out) const {
+  impl_->world.trace.write(out, spec_.world_size());
+}
+
+uint64_t Simulation::events_processed() const {
+  return impl_->world.engine.events_processed();
+}
+
+}  // namespace bagua::netsim

@@ -1,0 +1,125 @@
+// The simulated Transport: point-to-point messages as flows of the network model.
+//
+// Terms:
+//   key        (group, source, destination, tag), source and destination as world ranks; messages with
+//              the same key are matched first-posted first-matched, in both directions
+//   message    one isend: its flow starts when isend is called (eager: the receive need not be posted);
+//              the send completes when the flow has completed (its last byte arrived)
+//   receive    one irecv: it completes at max(posted, arrival)
+//   stash      a copy of the payload taken at arrival when no receive is posted yet, copied into the
+//              receive buffer when it is posted. A matched receive gets the payload straight from the
+//              send buffer at arrival (the sender may not touch it before its send completes, as in
+//              MPI)
+//
+// Meta buffers move no data and cost their full size. A receive must be exactly as large as the send it
+// matches. A rank sending to itself completes at once (a local copy, no network).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "core/transport.h"
+#include "netsim/fibers.h"
+
+namespace bagua::netsim {
+
+class World;
+
+struct MatchKey {
+  uint64_t group;
+  int src;  // world ranks
+  int dst;
+  Tag tag;
+  auto operator<=>(const MatchKey&) const = default;
+};
+
+struct Message;
+struct Receive;
+
+class Mailbox {
+ public:
+  explicit Mailbox(World& world) : world_(world) {}
+  std::shared_ptr<Message> post_send(const MatchKey& key, const BufferView& data);
+  std::shared_ptr<Receive> post_receive(const MatchKey& key, const BufferView& data);
+  // Blocks the calling fiber until the operation completes.
+  void wait(Message& m);
+  void wait(Receive& r);
+  static bool done(const Message& m);
+  static bool done(const Receive& r);
+
+ private:
+  // A first-in first-out list threaded through the elements' own `next` (no allocation of its own).
+  template <class T>
+  struct Fifo {
+    std::shared_ptr<T> head;
+    T* tail = nullptr;
+    bool empty() const { return head == nullptr; }
+    void push(std::shared_ptr<T> x) {
+      T* raw = x.get();
+      if (tail != nullptr)
+        tail->next = std::move(x);
+      else
+        head = std::move(x);
+      tail = raw;
+    }
+    std::shared_ptr<T> pop() {
+      std::shared_ptr<T> x = std::move(head);
+      head = std::move(x->next);
+      if (head == nullptr) tail = nullptr;
+      return x;
+    }
+  };
+  struct Queue {
+    Fifo<Message> sends;     // posted, not yet matched
+    Fifo<Receive> receives;  // posted, not yet matched
+  };
+  void arrive(Message& m);
+  static void check_sizes(const Message& m, const Receive& r);
+
+  struct KeyHash {
+    size_t operator()(const MatchKey& k) const {
+      uint64_t h = k.group * 0x9e3779b97f4a7c15ull;
+      h ^= (static_cast<uint64_t>(static_cast<uint32_t>(k.src)) << 32 | static_cast<uint32_t>(k.dst)) +
+           0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+      h ^= static_cast<uint64_t>(k.tag) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+      return static_cast<size_t>(h);
+    }
+  };
+
+  World& world_;
+  // Only looked up, inserted into and erased from, never iterated: its order cannot leak into a run.
+  std::unordered_map<MatchKey, Queue, KeyHash> queues_;
+};
+
+class SimTransport final : public Transport {
+ public:
+  // `members[i]` is the world rank of group rank i; empty for the world group (identity).
+  SimTransport(World& world, uint64_t group, std::vector<int> members, int rank);
+  int rank() const override { return rank_; }
+  int size() const override;
+  int host_of(int rank) const override;
+  RequestPtr isend(const BufferView& data, int dst, Tag tag) override;
+  RequestPtr irecv(const BufferView& data, int src, Tag tag) override;
+  std::unique_ptr<Transport> subgroup(std::span<const int> ranks) override;
+  // native_allreduce: not offered (the default returns false), collectives run the reference algorithm.
+
+ private:
+  int world_rank(int rank) const {
+    return members_.empty() ? rank : members_[static_cast<size_t>(rank)];
+  }
+  void check_peer(int peer, const char* what) const;
+
+  World& world_;
+  uint64_t group_;
+  std::vector<int> members_;
+  int rank_;
+};
+
+// The id of a subgroup, derived from the parent's id and the members' world ranks (FNV-1a), so that
+// every member computes the same id without talking to the others. The world group is 0.
+uint64_t subgroup_id(uint64_t parent, std::span<const int> world_members);
+
+}  // namespace bagua::netsim

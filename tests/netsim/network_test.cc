@@ -1,0 +1,385 @@
+// Exact simulated times of the flow model on tiny clusters, each worked out in a comment from
+//   one flow:  route latency L + ceil(S / B)   (B the capacity of its slowest link)
+// and, for shared links, from the max-min shares (max_min_test.cc), piece by piece.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "netsim/simulation.h"
+
+namespace bagua {
+// Readable failures: times print as "1.001 ms".
+inline void PrintTo(const Time& t, std::ostream* os) {
+  *os << to_string(t) << " (" << t.nanoseconds() << " ns)";
+}
+}  // namespace bagua
+
+namespace bagua::netsim {
+namespace {
+
+constexpr int64_t kMB = 1'000'000;
+
+// Hosts with one device each. NIC links: 1 GB/s and 0.5 us in each direction, so that a route between
+// two hosts (the sender's NIC up-link, the receiver's NIC down-link) has 1 us of latency. Device links:
+// 1e18 B/s and 0 latency, so they are never the bottleneck (a lone flow runs at its slowest link's
+// capacity, here 1e9 B/s) and add no latency: a host-to-host route is exactly L = 1000 ns, B = 1e9 B/s.
+ClusterSpec hosts_spec(int hosts) {
+  ClusterSpec spec;
+  spec.hosts = hosts;
+  spec.devices_per_host = 1;
+  spec.nic = {Bandwidth::gigabytes_per_second(1), Time::ns(500)};
+  spec.intra_host = {Bandwidth::bytes_per_second(1e18), Time::zero()};
+  return spec;
+}
+
+BufferView meta_bytes(int64_t n) {
+  return BufferView(nullptr, static_cast<size_t>(n), DType::kU8, &meta_space());
+}
+
+// Rank 0 sends `bytes` (meta) to rank 1; returns the time the send completed (as rank 0 saw it) and
+// checks that the receive completed at the same time.
+Time one_flow(const ClusterSpec& spec, int64_t bytes) {
+  Time sent, received;
+  Simulation(spec).run([&](RankContext& ctx) {
+    Transport& t = ctx.transport();
+    if (t.rank() == 0) {
+      t.send(meta_bytes(bytes), 1, 0);
+      sent = ctx.clock().now();
+    } else if (t.rank() == 1) {
+      t.recv(meta_bytes(bytes), 0, 0);
+      received = ctx.clock().now();
+    }
+  });
+  EXPECT_EQ(sent, received);
+  return sent;
+}
+
+TEST(FlowModel, OneFlowIsLatencyPlusBytesOverBandwidth) {
+  // Two hosts, 1 GB/s, 1 us route latency (0.5 us per NIC link), 1 MB: 1000 + 1e6 B / 1e9 B/s =
+  // 1000 + 1'000'000 = 1'001'000 ns = 1.001 ms.
+  EXPECT_EQ(one_flow(hosts_spec(2), kMB), Time::ns(1'001'000));
+}
+
+TEST(FlowModel, NicLatencyCountsOncePerNicLinkCrossed) {
+  // With 1 us per NIC link, the route crosses two (sender's up, receiver's down): 2000 + 1'000'000 ns.
+  ClusterSpec spec = hosts_spec(2);
+  spec.nic.latency = Time::us(1);
+  EXPECT_EQ(one_flow(spec, kMB), Time::ns(1'002'000));
+}
+
+TEST(FlowModel, DeviceLinksAddTheirLatencyAndCanBeTheBottleneck) {
+  // Device links 0.8 GB/s and 100 ns: latency 100 + 500 + 500 + 100 = 1200 ns; the bottleneck is now a
+  // device link: 1e6 / 8e8 s = 1'250'000 ns. Total 1'251'200 ns.
+  ClusterSpec spec = hosts_spec(2);
+  spec.intra_host = {Bandwidth::bytes_per_second(8e8), Time::ns(100)};
+  EXPECT_EQ(one_flow(spec, kMB), Time::ns(1'251'200));
+}
+
+TEST(FlowModel, LoneTransferTimeIsTheClosedForm) {
+  // Hand-computed as in the tests above; and the simulator charges exactly that.
+  ClusterSpec spec = hosts_spec(2);
+  EXPECT_EQ(lone_transfer_time(spec, 0, 1, Bytes(kMB)), Time::ns(1'001'000));
+  EXPECT_EQ(lone_transfer_time(spec, 1, 1, Bytes(kMB)), Time::zero());
+  EXPECT_EQ(lone_transfer_time(spec, 0, 1, Bytes(0)), Time::ns(1000));
+  // 3 GB/s NIC, 0.9 efficiency (2.7e9), latency factor 3 (3000 ns), 10'000 bytes: 3703.7 -> 3704 ns.
+  spec.nic.bandwidth = Bandwidth::gigabytes_per_second(3);
+  spec.factors.bandwidth_efficiency = 0.9;
+  spec.factors.latency_factor = 3;
+  EXPECT_EQ(lone_transfer_time(spec, 0, 1, Bytes(10'000)), Time::ns(3000 + 3704));
+  EXPECT_EQ(one_flow(spec, 10'000), Time::ns(3000 + 3704));
+}
+
+TEST(FlowModel, BytesRoundUpToWholeNanoseconds) {
+  // 1001 bytes at 3e9 B/s (NIC 3 GB/s) = 333.67 ns -> 334 ns; plus 1000 ns of latency.
+  ClusterSpec spec = hosts_spec(2);
+  spec.nic.bandwidth = Bandwidth::gigabytes_per_second(3);
+  EXPECT_EQ(one_flow(spec, 1001), Time::ns(1334));
+}
+
+TEST(FlowModel, ZeroByteMessagesPayRouteLatency) {
+  EXPECT_EQ(one_flow(hosts_spec(2), 0), Time::ns(1000));
+}
+
+TEST(FlowModel, IntraHostRouteUsesOnlyDeviceLinks) {
+  // One host, two devices; device links 10 GB/s and 1 us; NIC links irrelevant. Route: dev0.up,
+  // dev1.down: 2000 ns + 1e6 / 1e10 s = 100'000 ns. Total 102'000 ns.
+  ClusterSpec spec = hosts_spec(1);
+  spec.devices_per_host = 2;
+  spec.intra_host = {Bandwidth::gigabytes_per_second(10), Time::us(1)};
+  EXPECT_EQ(one_flow(spec, kMB), Time::ns(102'000));
+}
+
+TEST(FlowModel, TwoFlowsSharingALinkGetHalfEach) {
+  // Hosts 0 and 1 each send 1 MB to host 2 at t = 0. Both enter transfer at 1000 ns and share host 2's
+  // NIC down-link (1 GB/s): 5e8 B/s each, so 1e6 / 5e8 s = 2'000'000 ns. Both complete at 2'001'000 ns.
+  std::vector<Time> done(3);
+  Simulation sim(hosts_spec(3));
+  sim.run([&](RankContext& ctx) {
+    Transport& t = ctx.transport();
+    if (t.rank() < 2) {
+      t.send(meta_bytes(kMB), 2, 0);
+    } else {
+      auto a = t.irecv(meta_bytes(kMB), 0, 0);
+      auto b = t.irecv(meta_bytes(kMB), 1, 0);
+      a->wait();
+      b->wait();
+    }
+    done[static_cast<size_t>(t.rank())] = ctx.clock().now();
+  });
+  EXPECT_EQ(done, (std::vector<Time>(3, Time::ns(2'001'000))));
+  // Each link carried what crossed it: host 2's down-link both megabytes.
+  for (const LinkStats& l : sim.link_stats()) {
+    if (l.name == "host2.nic.down") {
+      EXPECT_EQ(l.carried.count(), 2 * kMB);
+    } else if (l.name == "host0.nic.up") {
+      EXPECT_EQ(l.carried.count(), kMB);
+    } else if (l.name == "host2.nic.up") {
+      EXPECT_EQ(l.carried.count(), 0);
+    }
+  }
+}
+
+TEST(FlowModel, AThirdFlowJoiningAndLeavingChangesTheSharesPiecewise) {
+  // Hosts 0, 1, 2 send to host 3, all through host 3's NIC down-link (1e9 B/s).
+  //   A (0 -> 3, 1 MB) and B (1 -> 3, 1 MB) start at 0 and enter transfer at 1000 ns at 5e8 B/s each.
+  //   C (2 -> 3, 100 kB) is sent at 1'000'000 ns and enters transfer at 1'001'000 ns. By then A and B
+  //     have moved 5e8 * 1e-3 = 500'000 bytes each; 500'000 left each.
+  //   Three flows: 1e9 / 3 B/s each. C's 100'000 bytes take 100'000 / (1e9 / 3) s = 300'000 ns: C
+  //     completes at 1'301'000 ns. A and B also moved 100'000 bytes: 400'000 left each.
+  //   Two flows again: 5e8 B/s each; 400'000 / 5e8 s = 800'000 ns: A and B complete at 2'101'000 ns.
+  // Check: 2.1 MB through one 1 GB/s link from 1000 ns on, never idle: 1000 + 2'100'000 ns.
+  std::vector<Time> done(4);
+  Simulation(hosts_spec(4)).run([&](RankContext& ctx) {
+    Transport& t = ctx.transport();
+    const int r = t.rank();
+    if (r < 2) {
+      t.send(meta_bytes(kMB), 3, 0);
+    } else if (r == 2) {
+      ctx.clock().sleep(Time::ns(1'000'000));
+      t.send(meta_bytes(100'000), 3, 0);
+    } else {
+      auto a = t.irecv(meta_bytes(kMB), 0, 0);
+      auto b = t.irecv(meta_bytes(kMB), 1, 0);
+      auto c = t.irecv(meta_bytes(100'000), 2, 0);
+      c->wait();
+      done[3] = ctx.clock().now();
+      a->wait();
+      b->wait();
+      EXPECT_EQ(ctx.clock().now(), Time::ns(2'101'000));
+      return;
+    }
+    done[static_cast<size_t>(r)] = ctx.clock().now();
+  });
+  EXPECT_EQ(done[0], Time::ns(2'101'000));
+  EXPECT_EQ(done[1], Time::ns(2'101'000));
+  EXPECT_EQ(done[2], Time::ns(1'301'000));
+  EXPECT_EQ(done[3], Time::ns(1'301'000));
+}
+
+TEST(FlowModel, ChainedSharingFormsOneComponent) {
+  // Host 0 sends to host 2 (A) and host 1 sends to host 2 (B); host 0's NIC up-link is also used by a
+  // third flow C from host 0 to host 1, so A and C share host 0's up-link (1e9) while A and B share
+  // host 2's down-link (1e9). All three 1 MB, sent at 0, in transfer from 1000 ns.
+  //   Max-min: every link has level 5e8 (two flows on each of host0.nic.up and host2.nic.down; C and B
+  //   are also alone on host1.nic.down / host1.nic.up at 1e9). Lowest level first: host0.nic.up at 5e8
+  //   freezes A and C at 5e8; host 2's down-link has 5e8 left for B alone: B = 5e8 too.
+  //   All three at 5e8: 1e6 / 5e8 s = 2'000'000 ns; all complete at 2'001'000 ns.
+  // Then with C made 4x smaller (250 kB): C completes at 1000 + 250'000 / 5e8 s = 501'000 ns. A is then
+  //   alone on host 0's up-link but still shares host 2's down-link with B (the component re-solved
+  //   when C ends reaches B through A): both stay at 5e8 and complete at 2'001'000 ns.
+  for (int64_t c_bytes : {kMB, kMB / 4}) {
+    std::vector<Time> done(3);
+    Simulation(hosts_spec(3)).run([&](RankContext& ctx) {
+      Transport& t = ctx.transport();
+      const int r = t.rank();
+      if (r == 0) {
+        auto a = t.isend(meta_bytes(kMB), 2, 0);
+        auto c = t.isend(meta_bytes(c_bytes), 1, 1);
+        c->wait();
+        done[0] = ctx.clock().now();
+        a->wait();
+      } else if (r == 1) {
+        auto c = t.irecv(meta_bytes(c_bytes), 0, 1);
+        t.send(meta_bytes(kMB), 2, 0);
+        c->wait();
+        done[1] = ctx.clock().now();
+      } else {
+        auto a = t.irecv(meta_bytes(kMB), 0, 0);
+        auto b = t.irecv(meta_bytes(kMB), 1, 0);
+        a->wait();
+        b->wait();
+        done[2] = ctx.clock().now();
+      }
+    });
+    const Time c_done = c_bytes == kMB ? Time::ns(2'001'000) : Time::ns(501'000);
+    EXPECT_EQ(done[0], c_done) << c_bytes;
+    EXPECT_EQ(done[1], Time::ns(2'001'000)) << c_bytes;
+    EXPECT_EQ(done[2], Time::ns(2'001'000)) << c_bytes;
+  }
+}
+
+TEST(FlowModel, UnequalBottlenecksReallocateWhenTheLimitedFlowEnds) {
+  // Leaf-spine, 4 hosts, 2 per leaf, leaf uplinks 2.5e8 B/s with no latency.
+  //   A: host 0 -> host 2 (250 kB) crosses leaf0.up and leaf1.down (2.5e8) and host 2's NIC down-link.
+  //   B: host 3 -> host 2 (1 MB) stays in leaf 1 and shares host 2's NIC down-link (1e9) with A.
+  // Max-min: leaf0.up's level 2.5e8 is the lowest: A = 2.5e8; host 2's down-link has 7.5e8 left: B
+  // = 7.5e8 (not the equal share 5e8). Both enter transfer at 1000 ns (500 + 0 + 0 + 500; 500 + 500).
+  //   A: 250'000 / 2.5e8 s = 1'000'000 ns: completes at 1'001'000 ns; B moved 750'000 bytes meanwhile.
+  //   B alone: 250'000 bytes at 1e9 B/s = 250'000 ns: completes at 1'251'000 ns.
+  ClusterSpec spec = hosts_spec(4);
+  spec.topology = TopologyKind::kLeafSpine;
+  spec.hosts_per_leaf = 2;
+  spec.spine = {Bandwidth::bytes_per_second(2.5e8), Time::zero()};
+  std::vector<Time> done(4);
+  Simulation(spec).run([&](RankContext& ctx) {
+    Transport& t = ctx.transport();
+    const int r = t.rank();
+    if (r == 0) {
+      t.send(meta_bytes(250'000), 2, 0);
+    } else if (r == 3) {
+      t.send(meta_bytes(kMB), 2, 0);
+    } else if (r == 2) {
+      auto a = t.irecv(meta_bytes(250'000), 0, 0);
+      auto b = t.irecv(meta_bytes(kMB), 3, 0);
+      a->wait();
+      b->wait();
+    }
+    done[static_cast<size_t>(r)] = ctx.clock().now();
+  });
+  EXPECT_EQ(done[0], Time::ns(1'001'000));
+  EXPECT_EQ(done[3], Time::ns(1'251'000));
+  EXPECT_EQ(done[2], Time::ns(1'251'000));
+}
+
+TEST(FlowModel, BandwidthEfficiencyScalesEveryLinkCapacity) {
+  // Efficiency 0.8: capacity 8e8 B/s; 1e6 / 8e8 s = 1'250'000 ns; plus 1000 ns.
+  ClusterSpec spec = hosts_spec(2);
+  spec.factors.bandwidth_efficiency = 0.8;
+  EXPECT_EQ(one_flow(spec, kMB), Time::ns(1'251'000));
+}
+
+TEST(FlowModel, LatencyFactorScalesTheRouteLatency) {
+  // Factor 2.5: 1000 ns * 2.5 = 2500 ns; plus 1'000'000 ns.
+  ClusterSpec spec = hosts_spec(2);
+  spec.factors.latency_factor = 2.5;
+  EXPECT_EQ(one_flow(spec, kMB), Time::ns(1'002'500));
+}
+
+TEST(FlowModel, WindowCapLimitsEachFlow) {
+  // Cap 2e8 B/s below the 1e9 link: 1e6 / 2e8 s = 5'000'000 ns; plus 1000 ns.
+  ClusterSpec spec = hosts_spec(2);
+  spec.factors.flow_window_cap = Bandwidth::bytes_per_second(2e8);
+  EXPECT_EQ(one_flow(spec, kMB), Time::ns(5'001'000));
+  // A cap above the link changes nothing.
+  spec.factors.flow_window_cap = Bandwidth::bytes_per_second(4e9);
+  EXPECT_EQ(one_flow(spec, kMB), Time::ns(1'001'000));
+}
+
+// Leaf-spine: 4 hosts, 2 per leaf, leaf uplinks of hosts_per_leaf * nic / oversubscription. Hosts 0 and
+// 1 (leaf 0) send 1 MB each to hosts 2 and 3 (leaf 1); both flows cross leaf0.up and leaf1.down.
+std::vector<Time> cross_leaf(double oversubscription, Time spine_latency) {
+  ClusterSpec spec = hosts_spec(4);
+  spec.topology = TopologyKind::kLeafSpine;
+  spec.hosts_per_leaf = 2;
+  spec.oversubscription = oversubscription;
+  spec.spine.latency = spine_latency;
+  std::vector<Time> done(4);
+  Simulation(spec).run([&](RankContext& ctx) {
+    Transport& t = ctx.transport();
+    const int r = t.rank();
+    if (r < 2)
+      t.send(meta_bytes(kMB), r + 2, 0);
+    else
+      t.recv(meta_bytes(kMB), r - 2, 0);
+    done[static_cast<size_t>(r)] = ctx.clock().now();
+  });
+  return done;
+}
+
+TEST(FlowModel, LeafSpineOversubscriptionSharesTheLeafUplink) {
+  // Oversubscription 2: uplink 2 * 1e9 / 2 = 1e9 B/s shared by both flows: 5e8 each, 2'000'000 ns.
+  // Latency: nic 500 + leaf up 250 + leaf down 250 + nic 500 = 1500 ns. Both complete at 2'001'500 ns.
+  EXPECT_EQ(cross_leaf(2, Time::ns(250)), std::vector<Time>(4, Time::ns(2'001'500)));
+  // Oversubscription 1: uplink 2e9, each flow limited by its own NIC at 1e9: 1'001'500 ns.
+  EXPECT_EQ(cross_leaf(1, Time::ns(250)), std::vector<Time>(4, Time::ns(1'001'500)));
+  // Oversubscription 4: uplink 5e8 shared: 2.5e8 each, 4'000'000 ns; no spine latency: 1000 ns.
+  EXPECT_EQ(cross_leaf(4, Time::zero()), std::vector<Time>(4, Time::ns(4'001'000)));
+}
+
+TEST(FlowModel, LeafSpineExplicitSpineBandwidthAndIntraLeafTraffic) {
+  // spine.bandwidth 4e8 given explicitly. Flows, all 1 MB from 0: a (host 0 -> 2) and c (host 1 -> 3)
+  // cross leaf0.up and leaf1.down; b (host 0 -> 1) stays inside leaf 0 but shares host 0's NIC up-link
+  // with a. Max-min: leaf0.up's level 4e8 / 2 = 2e8 is the lowest: a = c = 2e8; host 0's up-link has
+  // 1e9 - 2e8 = 8e8 left for b. Latencies: 1000 ns each (no spine latency).
+  //   b: 1e6 / 8e8 s = 1'250'000 ns: completes at 1'251'000 ns (a and c keep 2e8: their bottleneck is
+  //   the leaf uplink). a, c: 1e6 / 2e8 s = 5'000'000 ns: complete at 5'001'000 ns.
+  ClusterSpec spec = hosts_spec(4);
+  spec.topology = TopologyKind::kLeafSpine;
+  spec.hosts_per_leaf = 2;
+  spec.spine.bandwidth = Bandwidth::bytes_per_second(4e8);
+  std::vector<Time> done(4);
+  Simulation sim(spec);
+  sim.run([&](RankContext& ctx) {
+    Transport& t = ctx.transport();
+    const int r = t.rank();
+    if (r == 0) {
+      auto a = t.isend(meta_bytes(kMB), 2, 0);
+      auto b = t.isend(meta_bytes(kMB), 1, 0);
+      b->wait();
+      done[0] = ctx.clock().now();
+      a->wait();
+    } else if (r == 1) {
+      auto in = t.irecv(meta_bytes(kMB), 0, 0);
+      t.send(meta_bytes(kMB), 3, 0);
+      done[1] = ctx.clock().now();
+      in->wait();
+    } else {
+      t.recv(meta_bytes(kMB), r - 2, 0);
+      done[static_cast<size_t>(r)] = ctx.clock().now();
+    }
+  });
+  EXPECT_EQ(done[0], Time::ns(1'251'000));
+  EXPECT_EQ(done[1], Time::ns(5'001'000));
+  EXPECT_EQ(done[2], Time::ns(5'001'000));
+  EXPECT_EQ(done[3], Time::ns(5'001'000));
+  bool found = false;
+  for (const LinkStats& l : sim.link_stats()) {
+    if (l.name != "leaf0.up") continue;
+    found = true;
+    EXPECT_EQ(l.carried.count(), 2 * kMB);
+    // 2e6 bytes over 4e8 B/s * 5.001e-3 s.
+    EXPECT_DOUBLE_EQ(l.utilization, 2e6 / (4e8 * 5.001e-3));
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST(FlowModel, RingExchangeOverAThousandRanksMatchesTheClosedForm) {
+  // P = 1024 ranks, one per host; each step every rank sends a chunk of c = 100'000 meta bytes (S = P *
+  // c, about 100 MB: a ring allreduce's chunk) to its right neighbour and receives one from its left.
+  // Every flow has its own NIC links, so a step takes L + c / B = 1000 + 100'000 ns and the ranks stay
+  // in lock step: K steps take K * 101'000 ns. K = 64 here (the full 2(P - 1) = 2046 steps of an
+  // allreduce run in bench/netsim_speed.cc; they only repeat the same step, and cost a minute under
+  // AddressSanitizer).
+  constexpr int kP = 1024;
+  constexpr int kSteps = 64;
+  constexpr int64_t kChunk = 100'000;
+  Simulation sim(hosts_spec(kP));
+  const Time end = sim.run([&](RankContext& ctx) {
+    Transport& t = ctx.transport();
+    const int right = (t.rank() + 1) % t.size();
+    const int left = (t.rank() + t.size() - 1) % t.size();
+    for (int step = 0; step < kSteps; ++step)
+      t.sendrecv(meta_bytes(kChunk), right, meta_bytes(kChunk), left, 0);
+  });
+  EXPECT_EQ(end, Time::ns(kSteps * 101'000));
+  // Every NIC link carried K chunks.
+  for (const LinkStats& l : sim.link_stats()) {
+    if (l.name.find(".nic.") != std::string::npos) {
+      EXPECT_EQ(l.carried.count(), kSteps * kChunk) << l.name;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace bagua::netsim
