@@ -1,0 +1,149 @@
+#include "experiments/cli.h"
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <thread>
+
+#include "core/check.h"
+#include "experiments/backend.h"
+#include "experiments/components.h"
+#include "experiments/config.h"
+#include "experiments/runner.h"
+
+namespace bagua::experiments {
+
+namespace {
+
+constexpr int kExitPointFailed = 1;
+constexpr int kExitConfigError = 2;
+
+template <class R>
+void print_registry(const R& registry, const std::string& title, std::ostream& out) {
+  out << title << ":\n";
+  for (const auto* e : registry.entries()) {
+    out << "  " << e->name << "  " << e->description << "\n";
+    for (const ParamSpec& s : e->schema.specs()) {
+      out << "      " << s.name << " (" << to_string(s.type) << ", default "
+          << bagua::to_string(s.default_value);
+      if (s.min) out << ", " << (s.min_exclusive ? "> " : ">= ") << *s.min;
+      if (s.max) out << ", <= " << *s.max;
+      if (!s.choices.empty()) {
+        out << ", one of ";
+        for (size_t i = 0; i < s.choices.size(); ++i)
+          out << (i ? "|" : "") << s.choices[i];
+      }
+      out << ")  " << s.description << "\n";
+    }
+  }
+}
+
+struct RunArgs {
+  std::string config;
+  std::vector<std::string> sets;
+  std::string out;
+  int jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  bool quiet = false;
+};
+
+void add_config_args(CLI::App* cmd, RunArgs& args) {
+  cmd->add_option("config", args.config, "experiment config (JSON)")->required();
+  cmd->add_option("--set", args.sets,
+                  "override before validation: dotted.path=value (JSON, else a string); repeatable")
+      ->allow_extra_args(false);
+}
+
+}  // namespace
+
+void print_components(const Components& c, std::ostream& out) {
+  print_registry(c.algorithms, "algorithms", out);
+  print_registry(c.compressors, "compressors", out);
+  print_registry(c.workloads, "workloads", out);
+  print_registry(c.optimizers, "optimizers", out);
+  out << "topologies:\n"
+      << "  star        every host's NIC to one non-blocking switch\n"
+      << "  leaf_spine  hosts_per_leaf hosts under each leaf switch, each leaf's uplink to one "
+         "non-blocking\n"
+      << "              spine (bandwidth hosts_per_leaf x NIC / oversubscription unless given)\n"
+      << "runtimes:\n"
+      << "  sim      the discrete-event network simulator (virtual time, deterministic)\n"
+      << "  threads  one thread per rank in this process (real time)\n"
+      << "  mpi      one Open MPI process per rank, started by mpirun (real time)"
+#if !BAGUA_HAVE_MPI
+      << " [not built]"
+#endif
+      << "\n"
+      << "  nccl     one process per GPU, started by mpirun, NCCL transport (real time)"
+#if !BAGUA_HAVE_NCCL
+      << " [not built]"
+#endif
+      << "\n";
+}
+
+int run_cli(int argc, char** argv) {
+  CLI::App app{
+      "bagua: system relaxations for data-parallel training, on real runtimes and a network simulator"};
+  app.require_subcommand(1);
+  RunArgs run_args;
+  CLI::App* run =
+      app.add_subcommand("run", "run an experiment (every point of its sweep) and write its results");
+  add_config_args(run, run_args);
+  run->add_option("--out", run_args.out, "results directory (default: the config's output.dir)");
+  run->add_option("--jobs,-j", run_args.jobs,
+                  "simulated points run in parallel (default: the number of cores)")
+      ->check(CLI::PositiveNumber);
+  run->add_flag("--quiet,-q", run_args.quiet, "no progress lines on stderr");
+  RunArgs validate_args;
+  CLI::App* validate =
+      app.add_subcommand("validate", "check a config (and that its components accept its worlds)");
+  add_config_args(validate, validate_args);
+  app.add_subcommand(
+      "list", "list algorithms, compressors, workloads, optimizers (with parameters) and topologies");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+
+  // Under mpirun every process loads the config; only the first prints what goes wrong before MPI runs.
+  const bool may_print = launched_rank() == 0;
+  try {
+    const std::unique_ptr<Components> components = make_components();
+    if (app.got_subcommand("list")) {
+      print_components(*components, std::cout);
+      return 0;
+    }
+    Backends backends(&argc, &argv);
+    if (app.got_subcommand("validate")) {
+      LoadOptions options;
+      options.sets = validate_args.sets;
+      const Experiment e = load_experiment(validate_args.config, options, *components);
+      check_points(e, *components, backends);
+      if (backends.is_writer()) {
+        std::cout << validate_args.config << ": valid, " << e.points.size() << " point"
+                  << (e.points.size() == 1 ? "" : "s") << ", results to " << e.output_dir << "\n";
+        for (const PointConfig& p : e.points) {
+          std::cout << "  " << p.id;
+          for (const auto& [path, value] : p.swept)
+            std::cout << " " << path << "=" << json_text(value);
+          std::cout << "\n";
+        }
+      }
+      return 0;
+    }
+    LoadOptions options;
+    options.sets = run_args.sets;
+    if (!run_args.out.empty()) options.out_dir = run_args.out;
+    const Experiment e = load_experiment(run_args.config, options, *components);
+    RunOptions run_options;
+    run_options.jobs = run_args.jobs;
+    run_options.quiet = run_args.quiet;
+    const int failed = run_experiment(e, *components, backends, run_options, std::cout, std::cerr);
+    return failed == 0 ? 0 : kExitPointFailed;
+  } catch (const ConfigError& e) {
+    if (may_print) std::cerr << "config error: " << e.what() << std::endl;
+    return kExitConfigError;
+  }
+}
+
+}  // namespace bagua::experiments

@@ -1,0 +1,25 @@
+// The registries of every component the experiments layer can name in a config: workloads, optimizers,
+// compressors and algorithms. make_components() fills them from each folder's register_* function;
+// tests may fill their own.
+#pragma once
+
+#include <memory>
+
+#include "core/algorithms/algorithm.h"
+#include "core/compress/compressor.h"
+#include "core/models/model.h"
+#include "core/optim/optimizer.h"
+
+namespace bagua::experiments {
+
+struct Components {
+  WorkloadRegistry workloads{"workload"};
+  OptimizerRegistry optimizers{"optimizer"};
+  CompressorRegistry compressors{"compressor"};
+  AlgorithmRegistry algorithms{"algorithm"};
+};
+
+// Every registered component of the project.
+std::unique_ptr<Components> make_components();
+
+}  // namespace bagua::experiments

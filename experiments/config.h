@@ -1,0 +1,166 @@
+// Experiment configs: one JSON file describes one experiment (configs/README.md is the user's guide).
+//
+// Loading a config:
+//   1. read the file (JSON; `//` and `/* */` comments allowed);
+//   2. apply the `--set dotted.path=value` overrides (the value is JSON when it parses as JSON,
+//      otherwise a string), in the order given;
+//   3. expand the sweep (experiments/sweep.h) into points, each value set at its axis path;
+//   4. validate every point into a PointConfig: every object rejects unknown keys, every value is
+//      checked for its type and range, component parameters are checked against the registered
+//      component's ParamSchema. The first error is thrown as ConfigError, one line naming the JSON
+//      path:
+//        cluster.nic.bandwidth: must be > 0, got "0 Gbps"
+//        algorithm.hierarchical: expected bool, got 3
+//        schedule.iterationz: unknown key (known: iterations, eval_interval, bucket_size, overlap)
+//      When the config has several points, the line ends with the point:
+//      " (sweep point 3/6: a=1, b=2)".
+//
+// Schema (keys in the order of the resolved config; * = required):
+//
+//   name*          letters, digits, '_', '-', '.': names the experiment and its default output folder
+//   description    string
+//   seed           integer >= 0, default 1: data sets, initial weights, randomized compressors
+//   runtime        "sim" (default) | "threads" | "mpi" | "nccl": the discrete-event simulator; one
+//                  thread per rank in this process (real time); Open MPI processes started by mpirun
+//                  (real time); the same with one GPU per rank and NCCL (experiments/backend.h)
+//   cluster*       (optional for mpi and nccl: the job's size is mpirun's; given, it must match)
+//     extends      a cluster file (configs/clusters/*.json: a cluster object, which may extend
+//                  another); the keys given here override its keys, objects merging key by key
+//     hosts*, devices_per_host*       integers >= 1; rank r runs on host r / devices_per_host
+//     intra_host*  {"bandwidth"*, "latency"*}: each device's full-duplex link to its host fabric
+//     nic*         {"bandwidth"*, "latency"*}: each host's full-duplex link to its switch
+//     topology     "star" (default: one non-blocking switch) | "leaf_spine"
+//     hosts_per_leaf           leaf_spine only (required there): hosts under one leaf switch
+//     oversubscription         leaf_spine only, number >= 1, default 1
+//     spine        leaf_spine only, {"bandwidth", "latency"} of each leaf's link to the spine; default
+//                  bandwidth hosts_per_leaf x nic bandwidth / oversubscription, default latency
+//                  the NIC's
+//     device       {"peak_flops", "memory_bandwidth"}: the device model of Clock::compute; default an
+//                  NVIDIA V100 SXM2 (see config.cc)
+//     factors      {"bandwidth_efficiency" in (0, 1], "latency_factor" > 0, "flow_window_cap" a
+//                  bandwidth or "inf"}: the network model's calibration factors, default 1, 1, "inf"
+//                  (the uncalibrated model is exactly the alpha-beta closed form)
+//     intra_host, nic, spine, device and factors matter only to the simulator; for other runtimes they
+//     are checked and left out of the resolved config.
+//   workload*      {"name"*, "batch_size" (per rank, default 32), ...the workload's parameters}
+//                  e.g. {"name": "profile", "file": "configs/workloads/vgg16.json", "batch_size": 32}
+//                  (a profile file is read and checked when the config is loaded)
+//   algorithm*     {"name"*, ...the algorithm's parameters}
+//   optimizer*     {"name"*, ...the optimizer's parameters}
+//   schedule       {"iterations" >= 1 (default 100), "eval_interval" >= 0 (default 0: evaluate the
+//                  full loss only after the last iteration), "bucket_size" (default "10 MiB"),
+//                  "overlap" (default true)}
+//   output         {"dir" (default "results/<name>"; `bagua run --out` overrides), "trace" (default
+//                  false; the simulator's Chrome trace-event timeline, per point)}
+//   sweep          {"mode": "grid" | "zip", "axes": {"dotted.path": [values], ...}}
+//
+// Quantities are strings with units (experiments/quantity.h): bandwidths "100 Gbps", "12.5 GB/s"; times
+// "5 us", "1.5 ms"; sizes "10 MiB", "4096 B"; flops "15.7 TFLOPS". A bare number is an error.
+//
+// Files named in a config ("extends", a profile's "file") are looked up relative to the current
+// directory, then relative to the config file's directory and each directory above it.
+//
+// The resolved config of a point is its canonical form: every default filled in, every quantity written
+// in one canonical unit, cluster "extends" replaced by the cluster's content, component parameters in
+// their schema's order, output.dir left out (it says where results go, not what they are). The point id
+// is "p<index>-<hash>": the point's index in the sweep, zero-padded, and the first 8 hex digits of the
+// FNV-1a 64-bit hash of the resolved config's compact JSON text.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/params.h"
+#include "experiments/components.h"
+#include "experiments/json_util.h"
+#include "experiments/sweep.h"
+#include "netsim/simulation.h"
+
+namespace bagua::experiments {
+
+enum class RuntimeKind : uint8_t { kSim, kThreads, kMpi, kNccl };
+std::string to_string(RuntimeKind k);
+
+struct ComponentConfig {
+  std::string name;
+  Params params;  // every parameter of the component's schema, defaults filled in
+};
+
+// The workload whose parameter "file" names a profile file (core/models/profile.h).
+inline constexpr const char* kProfileWorkload = "profile";
+
+struct WorkloadConfig {
+  std::string name;                  // a registered workload
+  int64_t batch_size = 32;           // per rank
+  std::string file;                  // "profile": the profile file as written in the config
+  std::filesystem::path file_found;  // "profile": where the file was found
+  Params params;
+};
+
+struct ScheduleConfig {
+  int64_t iterations = 100;
+  int64_t eval_interval = 0;
+  Bytes bucket_size{10 << 20};
+  bool overlap = true;
+};
+
+struct OutputConfig {
+  std::string dir;
+  bool trace = false;
+};
+
+// One point of an experiment, validated.
+struct PointConfig {
+  int index = 0;      // position in the sweep, from 0
+  std::string id;     // "p003-1a2b3c4d"
+  SweptValues swept;  // this point's sweep values
+  std::string name;
+  std::string description;
+  uint64_t seed = 1;
+  RuntimeKind runtime = RuntimeKind::kSim;
+  bool has_cluster = false;  // false only for mpi/nccl without a cluster (the world is mpirun's)
+  netsim::ClusterSpec cluster;
+  WorkloadConfig workload;
+  ComponentConfig algorithm;
+  ComponentConfig optimizer;
+  ScheduleConfig schedule;
+  OutputConfig output;
+  Json resolved;  // the canonical form (see above)
+
+  int world_size() const { return cluster.world_size(); }
+};
+
+struct Experiment {
+  std::string name;
+  std::vector<std::string> axes;  // sweep axis paths, in order (empty without a sweep)
+  std::vector<PointConfig> points;
+  std::string output_dir;  // where results go (output.dir, or --out)
+};
+
+struct LoadOptions {
+  std::vector<std::string> sets;       // "dotted.path=value", applied in order before validation
+  std::optional<std::string> out_dir;  // replaces output.dir
+};
+
+// Loads, overrides, expands and validates a config file. Throws ConfigError (one line).
+Experiment load_experiment(const std::filesystem::path& file, const LoadOptions& options,
+                           const Components& c);
+
+// The same from parsed JSON; `config_dir` is where relative file names are looked up (after the current
+// directory, and before the directories above it).
+Experiment load_experiment_json(Json config, const std::filesystem::path& config_dir,
+                                const LoadOptions& options, const Components& c);
+
+// Applies one "dotted.path=value" override. ConfigError on a malformed override.
+void apply_override(Json& config, const std::string& assignment);
+
+// FNV-1a 64-bit hash of `text`.
+uint64_t fnv1a64(std::string_view text);
+
+// The V100 device model used when a cluster gives none (sources in config.cc).
+netsim::DeviceSpec default_device();
+
+}  // namespace bagua::experiments

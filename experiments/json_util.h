@@ -1,0 +1,94 @@
+// JSON utilities for configs: reading files (comments allowed), dotted paths, deep merge, and a reader
+// that checks an object's keys and value types, naming the JSON path in every error.
+//
+// Objects keep their keys in document order (nlohmann::ordered_json), so that sweep axes run in the
+// order they were written.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <initializer_list>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/units.h"
+
+namespace bagua::experiments {
+
+using Json = nlohmann::ordered_json;
+
+// "string", "integer", "number", "bool", "object", "array", "null".
+std::string json_type_name(const Json& v);
+// Compact JSON text of a value, for messages: "0 Gbps" (with quotes), 3, true.
+std::string json_text(const Json& v);
+
+// The value as an integer: a JSON integer, or a number with no fractional part (1e3 written for 1000);
+// nullopt otherwise.
+std::optional<int64_t> json_integer(const Json& v);
+
+// Parses JSON text; `//` and `/* */` comments are allowed. ConfigError names `origin` and the position.
+Json parse_json(const std::string& text, const std::string& origin);
+// Reads and parses a file; `shown` is how the file is named in errors.
+Json read_json_file(const std::filesystem::path& file, const std::string& shown);
+
+// "a.b" + "c" -> "a.b.c" (an empty base gives "c").
+std::string join_path(std::string_view base, std::string_view key);
+// Splits "a.b.c" into {"a", "b", "c"}; ConfigError on an empty segment.
+std::vector<std::string> split_path(std::string_view dotted);
+// The value at a dotted path, or nullptr.
+const Json* find_path(const Json& root, std::string_view dotted);
+// Sets the value at a dotted path, creating missing objects on the way; ConfigError (without the path:
+// callers name it) if a value on the way is not an object.
+void set_path(Json& root, std::string_view dotted, Json value);
+// Removes the value at a dotted path, if present.
+void erase_path(Json& root, std::string_view dotted);
+
+// Deep merge: objects merge key by key (recursively), anything else in `overrides` replaces.
+void merge_into(Json& base, const Json& overrides);
+
+// The value of a `--set path=value` override: JSON when it parses as JSON, otherwise the text as a
+// string.
+Json parse_override_value(std::string_view text);
+
+// Reads one JSON object at `path`. Construction rejects a non-object and any key not in `known` with
+// "PATH.KEY: unknown key (known: a, b, c)". Accessors name "PATH.KEY" in their errors.
+class ObjectReader {
+ public:
+  ObjectReader(const Json& value, std::string path, std::vector<std::string> known);
+
+  const std::string& path() const { return path_; }
+  std::string path_of(std::string_view key) const { return join_path(path_, key); }
+  bool has(std::string_view key) const;
+  const Json* find(std::string_view key) const;
+  // ConfigError "PATH.KEY: missing (required)" when absent.
+  const Json& required(std::string_view key) const;
+
+  std::string get_string(std::string_view key) const;  // required
+  std::string get_string(std::string_view key, std::string def) const;
+  // One of `choices`.
+  std::string get_choice(std::string_view key, std::string def,
+                         const std::vector<std::string>& choices) const;
+  bool get_bool(std::string_view key, bool def) const;
+  int64_t get_int(std::string_view key, std::optional<int64_t> def, int64_t min) const;
+  // With min/max (inclusive unless min_exclusive).
+  double get_double(std::string_view key, double def, std::optional<double> min,
+                    std::optional<double> max, bool min_exclusive = false) const;
+
+  // Quantities: a string with a unit (a bare number is refused, with an example).
+  Bandwidth get_bandwidth(std::string_view key) const;       // required, > 0
+  Time get_time(std::string_view key) const;                 // required, >= 0
+  Bytes get_bytes(std::string_view key, Bytes def) const;    // >= 0
+  double get_flops(std::string_view key, double def) const;  // > 0
+
+ private:
+  const Json& value_;
+  std::string path_;
+};
+
+// Throws ConfigError "PATH: expected TYPE, got VALUE".
+[[noreturn]] void throw_type_error(std::string_view path, std::string_view expected, const Json& got);
+
+}  // namespace bagua::experiments

@@ -1,0 +1,67 @@
+#include "experiments/profile_file.h"
+
+#include <cmath>
+
+#include "core/check.h"
+
+namespace bagua::experiments {
+
+namespace {
+
+ProfileSpec parse(const Json& profile) {
+  ObjectReader r(profile, "",
+                 {"name", "description", "device", "batch_size", "source", "total_params",
+                  "published_params", "published_params_source", "measured", "achieved_efficiency",
+                  "derivation", "sources", "layers"});
+  ProfileSpec spec;
+  spec.name = r.get_string("name");
+  r.get_string("description", "");
+  spec.device = r.get_string("device", "");
+  spec.batch_size = r.get_int("batch_size", std::nullopt, 1);
+  spec.source = r.get_string("source", "");
+  const Json& layers = r.required("layers");
+  if (!layers.is_array() || layers.empty())
+    throw_type_error("layers", "a non-empty array of layers", layers);
+  int64_t sum = 0;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const std::string path = "layers[" + std::to_string(i) + "]";
+    ObjectReader l(
+        layers[i], path,
+        {"name", "params", "forward_us", "backward_us", "forward_flops", "backward_flops", "source"});
+    ProfileLayer layer;
+    layer.name = l.get_string("name");
+    const int64_t params = l.get_int("params", std::nullopt, 1);
+    layer.params = static_cast<size_t>(params);
+    // Microseconds with fractions, to the nearest nanosecond.
+    l.required("forward_us");
+    l.required("backward_us");
+    layer.forward = Time::us(l.get_double("forward_us", 0, 0.0, std::nullopt));
+    layer.backward = Time::us(l.get_double("backward_us", 0, 0.0, std::nullopt));
+    l.get_double("forward_flops", 0, 0.0, std::nullopt);
+    l.get_double("backward_flops", 0, 0.0, std::nullopt);
+    l.get_string("source", "");
+    sum += params;
+    spec.layers.push_back(std::move(layer));
+  }
+  if (r.has("total_params") && r.get_int("total_params", std::nullopt, 1) != sum) {
+    throw ConfigError("total_params: " + std::to_string(r.get_int("total_params", std::nullopt, 1)) +
+                      " differs from the sum of the layers' params, " + std::to_string(sum));
+  }
+  return spec;
+}
+
+}  // namespace
+
+ProfileSpec parse_profile(const Json& profile, const std::string& shown) {
+  try {
+    return parse(profile);
+  } catch (const ConfigError& e) {
+    throw ConfigError(shown + ": " + e.what());
+  }
+}
+
+ProfileSpec read_profile(const std::filesystem::path& file, const std::string& shown) {
+  return parse_profile(read_json_file(file, shown), shown);
+}
+
+}  // namespace bagua::experiments

@@ -1,0 +1,92 @@
+// What a point's run produces: metrics computed from every rank's TrainResult, and their files.
+//
+// iterations.csv, one row per iteration:
+//   iteration       from 0
+//   time_s          end of the iteration on the slowest rank at that iteration (latest end over ranks)
+//   iteration_s     the iteration's duration (begin of before_forward to end of after_update) on the
+//                   slowest rank of the run (the rank whose last iteration ends last; ties: the
+//                   lowest rank)
+//   compute_s       the compute that rank charged during the iteration
+//   exposed_comm_s  iteration_s - compute_s: the time its compute stream waited for communication
+//   loss            mean over ranks of the batch loss (empty when no rank has one: profile workloads)
+//   full_loss       mean over ranks of the full-data loss, empty where not evaluated
+//
+// summary.json: the point id, its swept values, its resolved config, and
+//   world_size, iterations, slowest_rank,
+//   time_per_iteration_s          (end of last - end of first iteration) / (iterations - 1) on the
+//                                 slowest rank; with one iteration, its duration
+//   compute_per_iteration_s       mean compute_s over the same iterations (2nd to last; with one
+//                                 iteration, the first)
+//   exposed_comm_per_iteration_s  time_per_iteration_s - compute_per_iteration_s
+//   final_loss, final_full_loss   the last row's loss and full_loss (null when absent)
+//   optimal_loss                  the workload's optimal full loss when known in closed form, else null
+//   samples_per_s                 world_size x batch_size / time_per_iteration_s
+//
+// results.csv, one row per point (experiments/result_store.h): point, each swept value (one column per
+// axis, named by its path), runtime, world_size, algorithm, time_per_iteration_s,
+// compute_per_iteration_s, exposed_comm_per_iteration_s, final_loss, final_full_loss, samples_per_s.
+// A row is made from summary.json alone, so that a resumed run can add the row of a point that finished
+// before it was interrupted.
+//
+// Numbers are written as the shortest decimal text that reads back exactly; NaN as an empty field (CSV)
+// or null (JSON). Nothing here depends on the wall clock: the same run gives the same bytes.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/trainer/trainer.h"
+#include "experiments/config.h"
+#include "experiments/json_util.h"
+
+namespace bagua::experiments {
+
+struct IterationRow {
+  int64_t iteration = 0;
+  double time_s = 0;
+  double iteration_s = 0;
+  double compute_s = 0;
+  double exposed_comm_s = 0;
+  double loss = 0;
+  double full_loss = 0;
+};
+
+struct PointMetrics {
+  int world_size = 0;
+  int64_t iterations = 0;
+  int slowest_rank = 0;
+  double time_per_iteration_s = 0;
+  double compute_per_iteration_s = 0;
+  double exposed_comm_per_iteration_s = 0;
+  double final_loss = 0;
+  double final_full_loss = 0;
+  double optimal_loss = 0;
+  double samples_per_s = 0;
+  std::vector<IterationRow> rows;
+};
+
+// `ranks[r]` is rank r's result; every rank ran the same number (>= 1) of iterations.
+PointMetrics compute_metrics(const std::vector<TrainResult>& ranks, int64_t batch_size,
+                             double optimal_loss);
+
+std::string iterations_csv(const PointMetrics& m);
+Json summary_json(const PointConfig& point, const PointMetrics& m);
+
+std::vector<std::string> results_header(const std::vector<std::string>& axes);
+// Whether `summary` is a complete summary.json of point `id` (a resumed run reruns a point otherwise).
+bool is_summary_of(const Json& summary, const std::string& id);
+// The results.csv row of a point, from its summary.json.
+std::vector<std::string> results_row(const Json& summary, const std::vector<std::string>& axes);
+
+// One CSV line (with its '\n'); fields with a comma, a quote or a line break are quoted.
+std::string csv_line(const std::vector<std::string>& fields);
+// A number for CSV: shortest exact text; NaN -> "".
+std::string csv_number(double x);
+
+// TrainResult to bytes and back (native byte order: every rank of a job runs on one kind of machine).
+std::vector<uint8_t> serialize(const TrainResult& r);
+TrainResult deserialize(std::span<const uint8_t> bytes);
+
+}  // namespace bagua::experiments

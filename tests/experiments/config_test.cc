@@ -1,0 +1,349 @@
+#include "experiments/config.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "core/check.h"
+#include "experiments/profile_file.h"
+#include "tests/experiments/fake_components.h"
+
+namespace bagua::experiments {
+namespace {
+
+Experiment load(const std::vector<std::string>& sets = {},
+                const char* text = testing::fake_config_text()) {
+  static const auto components = testing::fake_components();
+  LoadOptions options;
+  options.sets = sets;
+  return load_experiment_json(parse_json(text, "test.json"), ".", options, *components);
+}
+
+// The one-line message of the ConfigError that loading with `sets` throws ("" if none).
+std::string error_with(const std::vector<std::string>& sets,
+                       const char* text = testing::fake_config_text()) {
+  try {
+    load(sets, text);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Config, ValidConfigResolvesToCanonicalForm) {
+  const Experiment e = load();
+  ASSERT_EQ(e.points.size(), 1u);
+  const PointConfig& p = e.points[0];
+  EXPECT_EQ(e.name, "unit");
+  EXPECT_EQ(e.output_dir, "results/unit");  // default: results/<name>
+  EXPECT_EQ(p.seed, 7u);
+  EXPECT_EQ(p.runtime, RuntimeKind::kSim);
+  EXPECT_EQ(p.world_size(), 8);
+  EXPECT_EQ(p.cluster.nic.bandwidth.bytes_per_second(), 12.5e9);
+  EXPECT_EQ(p.cluster.nic.latency, Time::us(5));
+  EXPECT_EQ(p.cluster.intra_host.bandwidth.bytes_per_second(), 150e9);
+  EXPECT_EQ(p.cluster.device.peak_flops, 15.7e12);  // the V100 default
+  EXPECT_EQ(p.workload.batch_size, 16);
+  EXPECT_EQ(p.workload.params.get_int("dim"), 4);
+  EXPECT_EQ(p.workload.params.get_string("partition"), "iid");  // default filled in
+  EXPECT_TRUE(p.algorithm.params.get_bool("hierarchical"));
+  EXPECT_EQ(p.optimizer.params.get_double("lr"), 1.0);
+  EXPECT_EQ(p.schedule.iterations, 10);
+  EXPECT_EQ(p.schedule.bucket_size.count(), 10 << 20);  // Bagua's default bucket
+
+  const Json& r = p.resolved;
+  EXPECT_EQ(r["cluster"]["intra_host"]["bandwidth"], "150 GB/s");
+  EXPECT_EQ(r["cluster"]["nic"]["latency"], "5 us");
+  EXPECT_EQ(r["cluster"]["topology"], "star");
+  EXPECT_EQ(r["cluster"]["device"]["memory_bandwidth"], "900 GB/s");
+  EXPECT_EQ(r["cluster"]["factors"]["flow_window_cap"], "inf");
+  EXPECT_EQ(r["workload"].dump(), R"({"name":"toy","batch_size":16,"dim":4,"partition":"iid"})");
+  EXPECT_EQ(r["optimizer"].dump(), R"({"name":"sgd","lr":1.0})");  // an integer given for a number
+  EXPECT_EQ(r["schedule"]["bucket_size"], "10 MiB");
+  EXPECT_FALSE(r["output"].contains("dir"));  // where results go is not part of what they are
+  EXPECT_EQ(p.id.size(), std::string("p000-").size() + 8);
+  EXPECT_EQ(p.id.substr(0, 5), "p000-");
+}
+
+TEST(Config, PointIdIsAHashOfTheResolvedConfig) {
+  const std::string a = load().points[0].id;
+  EXPECT_EQ(load({"cluster.nic.bandwidth=12.5 GB/s"}).points[0].id, a);  // same value, other unit
+  EXPECT_EQ(load({"optimizer.lr=1.0"}).points[0].id, a);
+  EXPECT_EQ(load({"output.dir=elsewhere"}).points[0].id, a);
+  EXPECT_NE(load({"cluster.nic.bandwidth=10 Gbps"}).points[0].id, a);
+  EXPECT_NE(load({"seed=8"}).points[0].id, a);
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx",
+                static_cast<unsigned long long>(fnv1a64(load().points[0].resolved.dump())));
+  EXPECT_EQ(a, "p000-" + std::string(hex, 8));
+  // FNV-1a 64 reference values (the empty string is the offset basis; "a" from the published test
+  // vectors).
+  EXPECT_EQ(fnv1a64(""), 0xcbf29ce484222325ull);
+  EXPECT_EQ(fnv1a64("a"), 0xaf63dc4c8601ec8cull);
+}
+
+TEST(Config, OverridesAreJsonOrStrings) {
+  const Experiment e = load({"schedule.iterations=3", R"(algorithm={"name": "toy_decentralized"})",
+                             "output.dir=out/x", "cluster.nic.bandwidth=\"1 Gbps\""});
+  EXPECT_EQ(e.points[0].schedule.iterations, 3);
+  EXPECT_EQ(e.points[0].algorithm.name, "toy_decentralized");
+  EXPECT_EQ(e.output_dir, "out/x");
+  EXPECT_EQ(e.points[0].cluster.nic.bandwidth.gbps(), 1.0);
+}
+
+TEST(Config, ErrorsAreOneLineNamingThePath) {
+  struct Case {
+    std::vector<std::string> sets;
+    std::string message;
+  };
+  const Case cases[] = {
+      {{"schedule.iterationz=5"},
+       "schedule.iterationz: unknown key (known: iterations, eval_interval, bucket_size, overlap)"},
+      {{"algorithm.hierarchical=3"}, "algorithm.hierarchical: expected bool, got 3"},
+      {{"cluster.nic.bandwidth=0 Gbps"}, "cluster.nic.bandwidth: must be > 0, got \"0 Gbps\""},
+      {{"cluster.nic.bandwidth=-5 Gbps"}, "cluster.nic.bandwidth: must be > 0, got \"-5 Gbps\""},
+      {{"cluster.nic.bandwidth=100"},
+       "cluster.nic.bandwidth: expected a bandwidth with a unit, e.g. \"100 Gbps\" or \"12.5 GB/s\", "
+       "got 100"},
+      {{"cluster.nic.latency=5 min"},
+       "cluster.nic.latency: unknown time unit \"min\" in \"5 min\" (known: ns us \xC2\xB5s ms s)"},
+      {{"cluster.nic.latency=true"},
+       "cluster.nic.latency: expected a time string such as \"5 us\" or \"1.5 ms\", got true"},
+      {{"schedule.bucket_size=10"},
+       "schedule.bucket_size: expected a size with a unit, e.g. \"10 MiB\" or \"4096 B\", got 10"},
+      {{"cluster.hosts=0"}, "cluster.hosts: must be >= 1, got 0"},
+      {{"cluster.hosts=\"2\""}, "cluster.hosts: expected integer, got \"2\""},
+      {{"optimizer.lr=0"}, "optimizer.lr: must be > 0, got 0"},
+      {{"algorithm.peers=9"}, "algorithm.peers: must be <= 4, got 9"},
+      {{"workload.partition=shuffled"},
+       "workload.partition: must be one of iid|sorted, got \"shuffled\""},
+      {{"workload.dims=3"}, "workload.dims: unknown key (known: name, batch_size, dim, partition)"},
+      {{R"(workload={"name": "profile"})"},
+       "workload.file: missing (required for \"profile\"), e.g. \"configs/workloads/vgg16.json\""},
+      {{R"(workload={"name": "profile", "file": "nowhere.json"})"},
+       "workload.file: file \"nowhere.json\" not found (looked in the current directory and above the "
+       "config)"},
+      {{"algorithm.name=nope"},
+       "algorithm.name: unknown algorithm \"nope\" (known: toy_allreduce, toy_decentralized)"},
+      {{"runtime=tcp"}, "runtime: must be one of sim|threads|mpi|nccl, got \"tcp\""},
+      {{"nmae=x"},
+       "nmae: unknown key (known: name, description, seed, runtime, cluster, workload, algorithm, "
+       "optimizer, "
+       "schedule, output, sweep)"},
+      {{"cluster.hosts_per_leaf=2"}, "cluster.hosts_per_leaf: only for \"topology\": \"leaf_spine\""},
+      {{"cluster.topology=leaf_spine"}, "cluster.hosts_per_leaf: missing (required)"},
+      {{"cluster.topology=leaf_spine", "cluster.hosts_per_leaf=3"},
+       "cluster.hosts_per_leaf: must divide hosts (2), got 3"},
+      {{"cluster.topology=ring"}, "cluster.topology: must be one of star|leaf_spine, got \"ring\""},
+      {{"cluster.factors.bandwidth_efficiency=1.5"},
+       "cluster.factors.bandwidth_efficiency: must be <= 1, got 1.5"},
+      {{"cluster.factors.latency_factor=0"}, "cluster.factors.latency_factor: must be > 0, got 0"},
+      {{"cluster.nic=3"}, "cluster.nic: expected an object, got 3"},
+      {{"name=a b"},
+       "name: use letters, digits, '_', '-' and '.' only (it names the output folder), got \"a b\""},
+      {{"output.trace=1"}, "output.trace: expected bool, got 1"},
+      {{"runtime=threads", "output.trace=true"},
+       "output.trace: only the simulator records a timeline (runtime is \"threads\")"},
+      {{"foo"}, "--set \"foo\": expected dotted.path=value, e.g. cluster.nic.bandwidth=\"10 Gbps\""},
+      {{"name.x=1"}, "--set name.x: cannot set inside name, which is string \"unit\", not an object"},
+  };
+  for (const Case& c : cases) {
+    const std::string message = error_with(c.sets);
+    EXPECT_EQ(message, c.message) << c.sets.front();
+    EXPECT_EQ(message.find('\n'), std::string::npos);
+  }
+}
+
+TEST(Config, MissingAndMalformedParts) {
+  EXPECT_EQ(error_with({}, R"({"name": "x"})"), "cluster: missing (required)");
+  EXPECT_EQ(error_with({}, "[1, 2]"), "config: expected an object, got [1,2]");
+  try {
+    parse_json("{\"name\": }", "broken.json");
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(m.rfind("broken.json: invalid JSON: parse error at line 1, column 10", 0), 0u) << m;
+    EXPECT_EQ(m.find('\n'), std::string::npos);
+  }
+}
+
+TEST(Config, ThreadsRuntimeKeepsOnlyTheHostLayout) {
+  const Experiment e = load({"runtime=threads"});
+  const Json& cluster = e.points[0].resolved["cluster"];
+  EXPECT_EQ(cluster.dump(), R"({"hosts":2,"devices_per_host":4})");
+  // The links are still checked.
+  EXPECT_EQ(error_with({"runtime=threads", "cluster.nic.bandwidth=0 Gbps"}),
+            "cluster.nic.bandwidth: must be > 0, got \"0 Gbps\"");
+}
+
+TEST(Config, LeafSpineDefaultsItsSpineFromTheNics) {
+  const Experiment e =
+      load({"cluster.topology=leaf_spine", "cluster.hosts_per_leaf=2", "cluster.oversubscription=4"});
+  const netsim::ClusterSpec& s = e.points[0].cluster;
+  EXPECT_EQ(s.topology, netsim::TopologyKind::kLeafSpine);
+  // 2 hosts x 100 Gbps / 4 = 50 Gbps, with the NIC's latency.
+  EXPECT_DOUBLE_EQ(s.spine.bandwidth.gbps(), 50.0);
+  EXPECT_EQ(s.spine.latency, Time::us(5));
+  EXPECT_EQ(e.points[0].resolved["cluster"]["spine"]["bandwidth"], "50 Gbps");
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    path_ = std::filesystem::temp_directory_path() /
+            ("bagua_config_test_" + std::to_string(::getpid()) + "_" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+void write(const std::filesystem::path& p, const std::string& text) {
+  std::filesystem::create_directories(p.parent_path());
+  std::ofstream(p) << text;
+}
+
+TEST(Config, ClusterExtendsAFileAndOverridesItsKeys) {
+  TempDir dir;
+  write(dir.path() / "clusters" / "base.json", R"({
+    "hosts": 16, "devices_per_host": 8,
+    "intra_host": {"bandwidth": "150 GB/s", "latency": "1 us"},
+    "nic": {"bandwidth": "100 Gbps", "latency": "5 us"}
+  })");
+  write(dir.path() / "clusters" / "slow.json",
+        R"({"extends": "clusters/base.json", "nic": {"bandwidth": "10 Gbps"}})");
+  write(dir.path() / "exp" / "e.json", R"({
+    "name": "e", "cluster": {"extends": "clusters/slow.json", "hosts": 2},
+    "workload": {"name": "toy"}, "algorithm": {"name": "toy_allreduce"}, "optimizer": {"name": "sgd"}
+  })");
+  const auto components = testing::fake_components();
+  // Found by walking up from the config's directory.
+  const Experiment e = load_experiment(dir.path() / "exp" / "e.json", {}, *components);
+  const netsim::ClusterSpec& s = e.points[0].cluster;
+  EXPECT_EQ(s.hosts, 2);
+  EXPECT_EQ(s.devices_per_host, 8);
+  EXPECT_DOUBLE_EQ(s.nic.bandwidth.gbps(), 10.0);
+  EXPECT_EQ(s.nic.latency, Time::us(5));  // kept from base.json: objects merge key by key
+  EXPECT_FALSE(e.points[0].resolved["cluster"].contains("extends"));
+
+  write(dir.path() / "exp" / "bad.json", R"({
+    "name": "e", "cluster": {"extends": "clusters/slow.json", "nic": {"latency": "fast"}},
+    "workload": {"name": "toy"}, "algorithm": {"name": "toy_allreduce"}, "optimizer": {"name": "sgd"}
+  })");
+  try {
+    load_experiment(dir.path() / "exp" / "bad.json", {}, *components);
+    FAIL() << "no error";
+  } catch (const ConfigError& err) {
+    EXPECT_EQ(std::string(err.what()),
+              "cluster.nic.latency: expected a time such as \"5 us\" or \"1.5 ms\", got \"fast\" "
+              "(cluster extends clusters/slow.json -> clusters/base.json)");
+  }
+  write(dir.path() / "exp" / "missing.json", R"({
+    "name": "e", "cluster": {"extends": "clusters/nope.json"},
+    "workload": {"name": "toy"}, "algorithm": {"name": "toy_allreduce"}, "optimizer": {"name": "sgd"}
+  })");
+  try {
+    load_experiment(dir.path() / "exp" / "missing.json", {}, *components);
+    FAIL() << "no error";
+  } catch (const ConfigError& err) {
+    EXPECT_EQ(
+        std::string(err.what()).rfind("cluster.extends: file \"clusters/nope.json\" not found", 0), 0u);
+  }
+}
+
+}  // namespace
+}  // namespace bagua::experiments
+
+namespace bagua::experiments {
+namespace {
+
+#ifdef BAGUA_SOURCE_DIR
+// The cluster files shipped in configs/clusters, loaded the way configs use them.
+TEST(ShippedConfigs, ClusterFilesLoad) {
+  const auto components = testing::fake_components();
+  const std::filesystem::path source(BAGUA_SOURCE_DIR);
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(source / "configs" / "clusters")) {
+    if (entry.path().extension() != ".json") continue;
+    ++files;
+    Json config = parse_json(testing::fake_config_text(), "t");
+    config["cluster"] = Json{{"extends", "configs/clusters/" + entry.path().filename().string()}};
+    const Experiment e = load_experiment_json(config, source / "configs", {}, *components);
+    const netsim::ClusterSpec& s = e.points[0].cluster;
+    SCOPED_TRACE(entry.path().filename().string());
+    // Every variant keeps the paper's 16 servers x 8 V100 with NVLink.
+    EXPECT_EQ(s.world_size(), 128);
+    EXPECT_EQ(s.intra_host.bandwidth.bytes_per_second(), 150e9);
+    EXPECT_EQ(s.device.peak_flops, 15.7e12);
+    EXPECT_EQ(s.device.memory_bandwidth.bytes_per_second(), 900e9);
+  }
+  EXPECT_GE(files, 3);
+  Json config = parse_json(testing::fake_config_text(), "t");
+  config["cluster"] = Json{{"extends", "configs/clusters/paper.json"}};
+  const Experiment e = load_experiment_json(config, source / "configs", {}, *components);
+  EXPECT_DOUBLE_EQ(e.points[0].cluster.nic.bandwidth.gbps(), 100.0);  // the paper's 100 Gbps TCP/IP
+}
+
+TEST(ShippedConfigs, ProfileWorkloadsLoad) {
+  const auto components = testing::fake_components();
+  const std::filesystem::path source(BAGUA_SOURCE_DIR);
+  for (const char* file : {"vgg16.json", "resnet50.json", "bert_large_squad.json"}) {
+    Json config = parse_json(testing::fake_config_text(), "t");
+    config["workload"] = Json{{"name", "profile"}, {"file", std::string("configs/workloads/") + file}};
+    const Experiment e = load_experiment_json(config, source / "configs", {}, *components);
+    EXPECT_EQ(e.points[0].workload.file, std::string("configs/workloads/") + file);
+    EXPECT_TRUE(std::filesystem::exists(e.points[0].workload.file_found));
+  }
+}
+#endif
+
+TEST(Profiles, ErrorsNameTheFileAndThePathInIt) {
+  auto error_of = [](const char* text) {
+    try {
+      parse_profile(parse_json(text, "p.json"), "p.json");
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  const char* layer = R"("name": "fc", "params": 10, "forward_us": 1.5, "backward_us": 3)";
+  EXPECT_EQ(
+      error_of((std::string(R"({"name": "n", "batch_size": 8, "layers": [{)") + layer + "}]}").c_str()),
+      "");
+  EXPECT_EQ(
+      error_of(
+          R"({"name": "n", "batch_size": 8, "layers": [{"name": "fc", "params": 0, "forward_us": 1, "backward_us": 1}]})"),
+      "p.json: layers[0].params: must be >= 1, got 0");
+  EXPECT_EQ(
+      error_of(
+          R"({"name": "n", "batch_size": 8, "layers": [{"name": "fc", "params": 1, "forward_us": 1}]})"),
+      "p.json: layers[0].backward_us: missing (required)");
+  EXPECT_EQ(
+      error_of((std::string(R"({"name": "n", "batch_size": 8, "total_params": 11, "layers": [{)") +
+                layer + "}]}")
+                   .c_str()),
+      "p.json: total_params: 11 differs from the sum of the layers' params, 10");
+  EXPECT_EQ(
+      error_of(R"({"name": "n", "batch": 8, "layers": []})").rfind("p.json: batch: unknown key", 0),
+      0u);
+  const ProfileSpec spec = parse_profile(
+      parse_json((std::string(R"({"name": "n", "batch_size": 8, "layers": [{)") + layer + "}]}"), "p"),
+      "p");
+  ASSERT_EQ(spec.layers.size(), 1u);
+  EXPECT_EQ(spec.layers[0].params, 10u);
+  EXPECT_EQ(spec.layers[0].forward, Time::ns(1500));
+  EXPECT_EQ(spec.layers[0].backward, Time::us(3));
+  EXPECT_EQ(spec.batch_size, 8);
+}
+
+}  // namespace
+}  // namespace bagua::experiments

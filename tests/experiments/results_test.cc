@@ -1,0 +1,136 @@
+#include "experiments/results.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "experiments/quantity.h"
+#include "tests/experiments/fake_components.h"
+
+namespace bagua::experiments {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+IterationRecord record(int64_t i, double begin_ms, double end_ms, double compute_ms, double loss,
+                       double full_loss = kNaN) {
+  IterationRecord r;
+  r.iteration = i;
+  r.begin = Time::ms(begin_ms);
+  r.end = Time::ms(end_ms);
+  r.compute = Time::ms(compute_ms);
+  r.loss = loss;
+  r.full_loss = full_loss;
+  return r;
+}
+
+// Two ranks, three iterations; rank 1 is 1 ms behind rank 0 throughout.
+std::vector<TrainResult> two_ranks() {
+  TrainResult a;
+  a.rank = 0;
+  a.iterations = {record(0, 0, 10, 6, 1.0), record(1, 10, 22, 6, 0.75), record(2, 22, 34, 6, 0.5, 0.5)};
+  a.finish = Time::ms(34);
+  TrainResult b;
+  b.rank = 1;
+  b.iterations = {record(0, 0, 11, 6, 3.0), record(1, 11, 23, 7, 2.25),
+                  record(2, 23, 35, 5, 1.0, 0.75)};
+  b.finish = Time::ms(35);
+  return {a, b};
+}
+
+TEST(Results, MetricsFollowTheSlowestRank) {
+  const PointMetrics m = compute_metrics(two_ranks(), /*batch_size=*/8, /*optimal_loss=*/kNaN);
+  EXPECT_EQ(m.world_size, 2);
+  EXPECT_EQ(m.iterations, 3);
+  EXPECT_EQ(m.slowest_rank, 1);  // its last iteration ends at 35 ms, rank 0's at 34 ms
+  // (35 ms - 11 ms) / (3 - 1) = 12 ms per iteration; compute (7 + 5) / 2 = 6 ms; exposed 12 - 6 = 6 ms.
+  EXPECT_DOUBLE_EQ(m.time_per_iteration_s, 0.012);
+  EXPECT_DOUBLE_EQ(m.compute_per_iteration_s, 0.006);
+  EXPECT_DOUBLE_EQ(m.exposed_comm_per_iteration_s, 0.006);
+  // 2 ranks x 8 samples / 12 ms.
+  EXPECT_DOUBLE_EQ(m.samples_per_s, 16 / 0.012);
+  ASSERT_EQ(m.rows.size(), 3u);
+  EXPECT_DOUBLE_EQ(m.rows[0].time_s, 0.011);
+  EXPECT_DOUBLE_EQ(m.rows[0].iteration_s, 0.011);
+  EXPECT_DOUBLE_EQ(m.rows[0].compute_s, 0.006);
+  EXPECT_DOUBLE_EQ(m.rows[0].exposed_comm_s, 0.005);
+  EXPECT_DOUBLE_EQ(m.rows[1].loss, (0.75 + 2.25) / 2);
+  EXPECT_TRUE(std::isnan(m.rows[1].full_loss));
+  EXPECT_DOUBLE_EQ(m.rows[2].full_loss, (0.5 + 0.75) / 2);
+  EXPECT_DOUBLE_EQ(m.final_loss, (0.5 + 1.0) / 2);
+  EXPECT_DOUBLE_EQ(m.final_full_loss, 0.625);
+  EXPECT_TRUE(std::isnan(m.optimal_loss));
+}
+
+TEST(Results, OneIterationUsesItsDuration) {
+  TrainResult a;
+  a.iterations = {record(0, 2, 9, 4, kNaN)};
+  const PointMetrics m = compute_metrics({a}, 1, 0.25);
+  EXPECT_DOUBLE_EQ(m.time_per_iteration_s, 0.007);
+  EXPECT_DOUBLE_EQ(m.compute_per_iteration_s, 0.004);
+  EXPECT_TRUE(std::isnan(m.final_loss));  // a profile workload has no loss
+  EXPECT_DOUBLE_EQ(m.optimal_loss, 0.25);
+  EXPECT_EQ(iterations_csv(m),
+            "iteration,time_s,iteration_s,compute_s,exposed_comm_s,loss,full_loss\n"
+            "0,0.009,0.007,0.004,0.003,,\n");
+}
+
+TEST(Results, IterationsCsvIsExact) {
+  const PointMetrics m = compute_metrics(two_ranks(), 8, kNaN);
+  EXPECT_EQ(iterations_csv(m),
+            "iteration,time_s,iteration_s,compute_s,exposed_comm_s,loss,full_loss\n"
+            "0,0.011,0.011,0.006,0.005,2,\n"
+            "1,0.023,0.012,0.007,0.005,1.5,\n"
+            "2,0.035,0.012,0.005,0.007,0.75,0.625\n");
+}
+
+TEST(Results, RowComesFromTheSummaryAlone) {
+  static const auto components = testing::fake_components();
+  Json config = parse_json(testing::fake_config_text(), "t");
+  config["sweep"] = parse_json(R"({"axes": {"cluster.nic.bandwidth": ["10 Gbps"], "seed": [3]}})", "t");
+  const Experiment e = load_experiment_json(config, ".", {}, *components);
+  const PointConfig& p = e.points[0];
+  const PointMetrics m = compute_metrics(two_ranks(), 8, kNaN);
+  const Json summary = summary_json(p, m);
+  // Through text and back, as a resumed run reads it.
+  const Json reread = parse_json(summary.dump(2), "summary.json");
+  EXPECT_EQ(results_row(reread, e.axes), results_row(summary, e.axes));
+  EXPECT_EQ(csv_line(results_header(e.axes)),
+            "point,cluster.nic.bandwidth,seed,runtime,world_size,algorithm,time_per_iteration_s,"
+            "compute_per_iteration_s,exposed_comm_per_iteration_s,final_loss,final_full_loss,samples_"
+            "per_s\n");
+  EXPECT_EQ(csv_line(results_row(summary, e.axes)),
+            p.id + ",10 Gbps,3,sim,2,toy_allreduce,0.012,0.006,0.006,0.75,0.625," +
+                shortest(16 / 0.012) + "\n");
+  EXPECT_TRUE(summary["optimal_loss"].is_null());
+  EXPECT_TRUE(is_summary_of(reread, p.id));
+  EXPECT_FALSE(is_summary_of(reread, "p001-00000000"));
+  EXPECT_FALSE(is_summary_of(parse_json(R"({"point": ")" + p.id + R"("})", "t"), p.id));
+  EXPECT_EQ(summary["config"], p.resolved);
+}
+
+TEST(Results, CsvQuotesWhatNeedsIt) {
+  EXPECT_EQ(csv_line({"a", "b,c", "say \"hi\"", ""}), "a,\"b,c\",\"say \"\"hi\"\"\",\n");
+}
+
+TEST(Results, TrainResultRoundTripsThroughBytes) {
+  const TrainResult r = two_ranks()[1];
+  const std::vector<uint8_t> bytes = serialize(r);
+  EXPECT_EQ(bytes.size(), 8 + 8 + 3 * 48 + 8u);
+  const TrainResult back = deserialize(bytes);
+  EXPECT_EQ(back.rank, 1);
+  EXPECT_EQ(back.finish, r.finish);
+  ASSERT_EQ(back.iterations.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(back.iterations[i].begin, r.iterations[i].begin);
+    EXPECT_EQ(back.iterations[i].end, r.iterations[i].end);
+    EXPECT_EQ(back.iterations[i].compute, r.iterations[i].compute);
+    EXPECT_EQ(back.iterations[i].loss, r.iterations[i].loss);
+  }
+  EXPECT_TRUE(std::isnan(back.iterations[0].full_loss));
+  EXPECT_EQ(back.iterations[2].full_loss, 0.75);
+}
+
+}  // namespace
+}  // namespace bagua::experiments
