@@ -100,8 +100,14 @@ TrainResult train(RankContext& ctx, Model& model, Optimizer& optimizer, Algorith
     algorithm.before_forward(state);
     if (tensors.mirrored) copy(tensors.host_weights, tensors.weights);
 
+    // Compute is the clock time the forward, backward and update phases take, less the time spent in
+    // the algorithm's hooks during backward: on the simulator exactly the modelled compute charged, on
+    // a real runtime the real arithmetic plus any emulated (profiled) compute.
+    const Time compute_begin = clock.now();
+    Time in_hooks;
+
     // Forward: every layer's modelled cost, in forward order.
-    for (const Layer& layer : layers) rec.compute += clock.compute(layer.forward);
+    for (const Layer& layer : layers) clock.compute(layer.forward);
 
     // Backward: layer by layer, last first; a bucket is handed to the algorithm (overlap) the moment
     // its last layer's gradients are final.
@@ -110,7 +116,7 @@ TrainResult train(RankContext& ctx, Model& model, Optimizer& optimizer, Algorith
     int next_ready = 0;  // buckets become ready strictly in index order
     rec.loss = model.forward_backward(tensors.model_weights(), tensors.model_grads(), step, [&](int l) {
       const Layer& layer = layers[static_cast<size_t>(l)];
-      rec.compute += clock.compute(layer.backward);
+      clock.compute(layer.backward);
       if (tensors.mirrored)
         copy(tensors.grads.view().slice(layer.offset, layer.count),
              tensors.host_grads.view().slice(layer.offset, layer.count));
@@ -119,17 +125,24 @@ TrainResult train(RankContext& ctx, Model& model, Optimizer& optimizer, Algorith
       if (--pending[static_cast<size_t>(b)] == 0) {
         BAGUA_CHECK_EQ(b, next_ready, "buckets must complete in backward order");
         ++next_ready;
-        if (options.overlap) algorithm.on_bucket_ready(state, state.buckets[static_cast<size_t>(b)]);
+        if (options.overlap) {
+          const Time hook_begin = clock.now();
+          algorithm.on_bucket_ready(state, state.buckets[static_cast<size_t>(b)]);
+          in_hooks += clock.now() - hook_begin;
+        }
       }
     });
+    rec.compute = clock.now() - compute_begin - in_hooks;
     BAGUA_CHECK_EQ(static_cast<size_t>(next_ready), state.buckets.size(),
                    "every layer must be reported ready in each backward pass");
     if (!options.overlap)
       for (const Bucket& b : state.buckets) algorithm.on_bucket_ready(state, b);
 
     algorithm.after_backward(state);
+    const Time update_begin = clock.now();
     algorithm.apply_update(state);
-    rec.compute += clock.compute(algorithm.update_cost(state));
+    clock.compute(algorithm.update_cost(state));
+    rec.compute += clock.now() - update_begin;
     algorithm.after_update(state);
     rec.end = clock.now();
 

@@ -3,7 +3,9 @@
 //
 // Time accounting (per iteration, on the compute stream):
 //   iteration time  from the start of before_forward to the end of after_update
-//   compute         the modelled compute charged on the compute stream (forward, backward, update)
+//   compute         clock time of the forward, backward and update phases, less the algorithm's hooks
+//                   during backward (simulator: the modelled compute charged; real runtimes: the real
+//                   arithmetic and any emulated profile compute)
 //   exposed comm    iteration time - compute: time the compute stream waited for communication
 #pragma once
 
