@@ -1,0 +1,251 @@
+// The trade-off machinery behind configs/paper/ and results/paper/, checked on small simulated clusters
+// against the alpha-beta closed forms of core/collectives/cost.h: what each algorithm puts on the wire,
+// how many latency-bound steps it takes, and that asynchronous averaging never waits for the network.
+//
+// Terms. H hosts of Q devices (P = H Q ranks); S the bytes of a bucket of N float32 parameters;
+// B_nic and B_nv the NIC and NVLink bandwidths; alpha the one-way latency between two devices on
+// different hosts (a route crosses device up, NIC up, NIC down, device down: 2 NIC + 2 device hops).
+// Every run uses a profile workload (meta buffers: the costs are charged, no arithmetic is done)
+// written to a temporary file, and one point of the experiments layer, exactly as `bagua run` runs it.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <set>
+#include <string>
+
+#include "core/collectives/cost.h"
+#include "experiments/backend.h"
+#include "experiments/components.h"
+#include "experiments/config.h"
+#include "experiments/runner.h"
+
+namespace bagua::experiments {
+namespace {
+
+namespace fs = std::filesystem;
+
+// What a point reports (experiments/results.h), in seconds.
+struct Measured {
+  double iteration = 0;  // time_per_iteration_s
+  double compute = 0;    // compute_per_iteration_s
+  double exposed = 0;    // exposed_comm_per_iteration_s
+};
+
+class Paper : public ::testing::Test {
+ protected:
+  static constexpr int kHosts = 4;           // H
+  static constexpr int kDevicesPerHost = 2;  // Q
+  static constexpr int kRanks = kHosts * kDevicesPerHost;
+  static constexpr double kNvlink = 150e9;  // B_nv, bytes/s (the paper cluster's NVLink figure)
+
+  void SetUp() override {
+    dir_ =
+        fs::temp_directory_path() / ("bagua_paper_test_" + std::to_string(::getpid()) + "_" +
+                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Writes a profile of `layers` layers of `params` parameters each (forward 1 ms, backward 2 ms per
+  // layer at batch 1) and returns its path.
+  std::string profile(int layers, int64_t params) const {
+    Json p = {{"name", "uniform"}, {"batch_size", 1}, {"layers", Json::array()}};
+    for (int l = 0; l < layers; ++l) {
+      p["layers"].push_back({{"name", "layer" + std::to_string(l)},
+                             {"params", params},
+                             {"forward_us", 1000},
+                             {"backward_us", 2000}});
+    }
+    const fs::path file = dir_ / "profile.json";
+    std::ofstream(file) << p.dump(2);
+    return file.string();
+  }
+
+  // Runs one iteration-time measurement (3 iterations) of `algorithm` on H x Q ranks.
+  Measured run(const Json& algorithm, const std::string& profile_file, const std::string& nic_bandwidth,
+               const std::string& nic_latency, const std::string& intra_latency,
+               const std::string& bucket_size, bool overlap) const {
+    Json config = {
+        {"name", "paper_test"},
+        {"cluster",
+         {{"hosts", kHosts},
+          {"devices_per_host", kDevicesPerHost},
+          {"intra_host", {{"bandwidth", "150 GB/s"}, {"latency", intra_latency}}},
+          {"nic", {{"bandwidth", nic_bandwidth}, {"latency", nic_latency}}}}},
+        {"workload", {{"name", "profile"}, {"file", profile_file}, {"batch_size", 1}}},
+        {"algorithm", algorithm},
+        {"optimizer", {{"name", "sgd"}, {"lr", 0.1}}},
+        {"schedule", {{"iterations", 3}, {"bucket_size", bucket_size}, {"overlap", overlap}}},
+    };
+    const Experiment e = load_experiment_json(config, dir_, {}, components());
+    EXPECT_EQ(e.points.size(), 1u);
+    int argc = 0;
+    char** argv = nullptr;
+    Backends backends(&argc, &argv);
+    const PointOutput out = run_point(e.points.at(0), components(), backends);
+    return {out.metrics.time_per_iteration_s, out.metrics.compute_per_iteration_s,
+            out.metrics.exposed_comm_per_iteration_s};
+  }
+
+  static const Components& components() {
+    static const std::unique_ptr<Components> c = make_components();
+    return *c;
+  }
+
+  // encoded_bytes(n) of compressor `name` with its default parameters.
+  static double encoded_bytes(const std::string& name, size_t n) {
+    const auto& entry = components().compressors.at(name);
+    return static_cast<double>(
+        components().compressors.create(name, Params(entry.schema))->encoded_bytes(n).count());
+  }
+
+  fs::path dir_;
+};
+
+// Bandwidth-bound regime. One bucket of N parameters, no latency anywhere, no overlap (the
+// communication follows the backward pass, so exposed communication = communication time), a 100 Mbps
+// NIC. Hierarchical C_FP_S moves S over NVLink to the host leader, then the leaders' ring allreduce
+// sends 2 (H - 1) S / H bytes through each NIC, then S over NVLink back:
+//     T_allreduce = T_intra + ring_allreduce(H, S).sent / B_nic,
+//     T_intra = (reduce(Q, S).sent + broadcast(Q, S).sent) / B_nv
+// ByteGrad's C_LP_S has the same intra-host steps around an alltoall and an allgather among the
+// leaders, each sending (H - 1) slots of encoded_bytes(N / H) (MinMax uint8: one byte per element and
+// an 8-byte header), so its NIC time is about a quarter of allreduce's:
+//     T_bytegrad = T_intra + (alltoall(H, H slot).sent + ring_allgather(H, H slot).sent) / B_nic
+// and QAdam 1-bit's the same with sign slots (one bit per element and a 4-byte scale): about 1/32.
+// Compressor kernels (memory-bound passes at 900 GB/s over 4 MiB, on the communication stream) add
+// tens of microseconds: < 0.1% of ByteGrad's ~0.13 s, < 1% of QAdam's ~16 ms (error feedback included).
+TEST_F(Paper, AtLowBandwidthCompressionDividesTheWireTimeByTheBitWidth) {
+  constexpr int64_t kParams = int64_t{1} << 20;  // N
+  const double bucket_bytes = 4.0 * kParams;     // S
+  const double b_nic = 100e6 / 8;                // 100 Mbps
+  const std::string file = profile(1, kParams);
+  const Bytes size{static_cast<int64_t>(bucket_bytes)};
+
+  const Measured allreduce = run({{"name", "gradient_allreduce"}, {"hierarchical", true}}, file,
+                                 "100 Mbps", "0 us", "0 us", "10 MiB", /*overlap=*/false);
+  const Measured bytegrad =
+      run({{"name", "bytegrad"}}, file, "100 Mbps", "0 us", "0 us", "10 MiB", false);
+  const Measured qadam = run({{"name", "qadam"}, {"compressor", "sign"}, {"warmup_steps", 0}}, file,
+                             "100 Mbps", "0 us", "0 us", "10 MiB", false);
+
+  const double intra =
+      static_cast<double>(
+          collectives::reduce_cost(kDevicesPerHost, size).sent.count() +
+          collectives::broadcast_cost(collectives::BroadcastAlgo::kBinomial, kDevicesPerHost, size)
+              .sent.count()) /
+      kNvlink;
+  const double t_allreduce =
+      intra + static_cast<double>(collectives::ring_allreduce_cost(kHosts, size).sent.count()) / b_nic;
+  auto c_lp_s = [&](const std::string& compressor) {
+    const Bytes slots{static_cast<int64_t>(kHosts * encoded_bytes(compressor, kParams / kHosts))};
+    return intra + static_cast<double>(collectives::alltoall_cost(kHosts, slots).sent.count() +
+                                       collectives::ring_allgather_cost(kHosts, slots).sent.count()) /
+                       b_nic;
+  };
+  const double t_bytegrad = c_lp_s("minmax_uint8");
+  const double t_qadam = c_lp_s("sign");
+
+  EXPECT_NEAR(allreduce.exposed, t_allreduce, 1e-4 * t_allreduce);
+  EXPECT_NEAR(bytegrad.exposed, t_bytegrad, 1e-3 * t_bytegrad);
+  EXPECT_NEAR(qadam.exposed, t_qadam, 1e-2 * t_qadam);
+  // The same model and optimizer compute the same; ByteGrad's iteration is compute plus a quarter of
+  // allreduce's communication (8 of 32 bits; the 8-byte headers and NVLink steps are < 0.1%).
+  EXPECT_EQ(bytegrad.compute, allreduce.compute);
+  EXPECT_NEAR(bytegrad.iteration, allreduce.compute + allreduce.exposed / 4, 1e-3 * bytegrad.iteration);
+  EXPECT_NEAR(qadam.exposed / allreduce.exposed, 1.0 / 32, 0.1 / 32);
+}
+
+// Latency-bound regime. Four buckets of 1 MiB, 5 ms on each NIC link, so alpha = 2 x 5 ms + 2 x 1 us.
+// Flat ring allreduce (Bagua's default) over P ranks takes 2 (P - 1) steps per bucket, and in every
+// step the rank whose right neighbour is on the next host waits for its send, alpha at least:
+//     iteration(allreduce) >= buckets x ring_allreduce(P, S).steps x alpha
+// Decentralized SGD on a ring of host leaders (hierarchical) exchanges the whole model with both
+// neighbours once per iteration, in one latency-bound step that overlaps forward and backward:
+//     iteration(decentralized ring) <= compute + T_intra + alpha + 2 S / B_nic + T_intra,
+//     T_intra = S / B_nv + 2 us
+// (intra-host average, both sends through the leader's NIC, intra-host broadcast), with S the model.
+TEST_F(Paper, AtHighLatencyDecentralizedRingBeatsRingAllreduce) {
+  constexpr int kLayers = 4;
+  constexpr int64_t kParams = int64_t{1} << 18;  // per layer: 1 MiB, one bucket each
+  const double b_nic = 100e9 / 8;
+  const double alpha = 2 * 5e-3 + 2 * 1e-6;
+  const std::string file = profile(kLayers, kParams);
+  const Measured allreduce =
+      run({{"name", "gradient_allreduce"}}, file, "100 Gbps", "5 ms", "1 us", "1 MiB", true);
+  const Measured ring = run({{"name", "decentralized"}, {"peer_selection_mode", "ring"}}, file,
+                            "100 Gbps", "5 ms", "1 us", "1 MiB", true);
+
+  const int64_t steps = collectives::ring_allreduce_cost(kRanks, Bytes(4 * kParams)).steps;
+  ASSERT_EQ(steps, 2 * (kRanks - 1));
+  EXPECT_GE(allreduce.iteration, kLayers * steps * alpha);
+  // ... and at most that plus each step's chunk at NIC speed plus the compute it cannot hide.
+  const double chunk = 4.0 * kParams / kRanks;
+  EXPECT_LE(allreduce.iteration,
+            allreduce.compute + kLayers * steps * (alpha + chunk / b_nic) * (1 + 1e-6));
+
+  const double model = 4.0 * kParams * kLayers;
+  const double intra = model / kNvlink + 2e-6;
+  EXPECT_LE(ring.iteration, ring.compute + 2 * intra + alpha + 2 * model / b_nic);
+  EXPECT_LT(ring.iteration * 10, allreduce.iteration);
+}
+
+// Asynchronous model averaging never waits for the network: at 100 Mbps, where one averaging round of
+// the model takes ~0.6 s (2 (P - 1) / P x 4 MiB at 12.5 MB/s) against ~12 ms of compute, its iteration
+// is exactly its compute, which is exactly what a synchronous algorithm computes per iteration with the
+// same model and optimizer; the synchronous one waits on top of it.
+TEST_F(Paper, AsyncModelAverageIterationIsTheComputeAtAnyBandwidth) {
+  const std::string file = profile(4, int64_t{1} << 18);
+  const Measured async_slow = run({{"name", "async_model_average"}, {"sync_interval_ms", 1}}, file,
+                                  "100 Mbps", "5 us", "1 us", "1 MiB", true);
+  const Measured async_fast = run({{"name", "async_model_average"}, {"sync_interval_ms", 1}}, file,
+                                  "100 Gbps", "5 us", "1 us", "1 MiB", true);
+  const Measured sync =
+      run({{"name", "gradient_allreduce"}}, file, "100 Mbps", "5 us", "1 us", "1 MiB", true);
+  EXPECT_EQ(async_slow.exposed, 0.0);
+  EXPECT_EQ(async_slow.iteration, sync.compute);
+  EXPECT_EQ(async_fast.iteration, async_slow.iteration);
+  EXPECT_GT(sync.exposed, 0.1);  // the synchronous allreduce waits for the slow NIC
+}
+
+// The shipped sweeps load and validate: every one runs the seven lines of the paper's comparison on
+// the paper's 16 x 8 cluster, over the values its axes name.
+TEST(PaperConfigs, SweepTheSevenAlgorithmsOnThePaperCluster) {
+  // This file is tests/paper/paper_test.cc: the source tree is two folders up.
+  const fs::path source = fs::path(__FILE__).parent_path().parent_path().parent_path();
+  const std::unique_ptr<Components> c = make_components();
+  int files = 0;
+  for (const auto& entry : fs::directory_iterator(source / "configs" / "paper")) {
+    if (entry.path().extension() != ".json") continue;
+    ++files;
+    SCOPED_TRACE(entry.path().filename().string());
+    const Experiment e = load_experiment(entry.path(), {}, *c);
+    ASSERT_FALSE(e.points.empty());
+    ASSERT_EQ(e.axes.at(0), "algorithm");
+    std::set<std::string> lines;
+    for (const PointConfig& p : e.points) {
+      EXPECT_EQ(p.world_size(), 128);
+      EXPECT_EQ(p.cluster.devices_per_host, 8);
+      EXPECT_EQ(p.workload.name, "profile");
+      lines.insert(p.swept.at(0).second.dump());
+    }
+    EXPECT_EQ(lines.size(), 7u);
+    size_t product = lines.size();
+    for (size_t a = 1; a < e.axes.size(); ++a) {
+      std::set<std::string> values;
+      for (const PointConfig& p : e.points)
+        values.insert(p.swept.at(a).second.dump());
+      product *= values.size();
+    }
+    EXPECT_EQ(e.points.size(), product);
+  }
+  EXPECT_EQ(files, 9);
+}
+
+}  // namespace
+}  // namespace bagua::experiments
