@@ -1,9 +1,11 @@
 #include "runtime/mpi/world.h"
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <string>
+#include <thread>
 
 #include "core/check.h"
 #include "runtime/common/real_clock.h"
@@ -27,6 +29,19 @@ std::string thread_level_name(int level) {
     default:
       return "thread level " + std::to_string(level);
   }
+}
+
+// How long a rank whose body threw a ConfigError waits for every other rank to report one too before
+// it aborts the job. Ranks refusing the same config (an algorithm's init refusing the world size, say)
+// get there within milliseconds; a rank that never gets there is blocked in communication with a
+// failed rank or still running, and the job must end anyway.
+constexpr std::chrono::seconds kConfigErrorAgreement{10};
+
+[[noreturn]] void abort_job(int rank, const std::string& error) {
+  std::fprintf(stderr, "rank %d: %s\n", rank, error.c_str());
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  std::abort();  // MPI_Abort does not return
 }
 
 [[noreturn]] void thread_level_too_low(int provided) {
@@ -74,7 +89,16 @@ struct MpiWorld::Session {
 class MpiWorld::Context final : public RankContext {
  public:
   Context(std::unique_ptr<MpiTransport> transport, RealClock clock)
-      : transport_(std::move(transport)), clock_(clock) {}
+      : transport_(std::move(transport)), clock_(clock) {
+    BAGUA_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &agreement_));
+  }
+  ~Context() override {
+    if (agreement_ != MPI_COMM_NULL) MPI_Comm_free(&agreement_);
+  }
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+  // The communicator of the ConfigError agreement in run(): nothing else is ever sent on it.
+  MPI_Comm agreement() const { return agreement_; }
   Transport& transport() override { return *transport_; }
   MpiTransport& mpi_transport() { return *transport_; }
   Clock& clock() override { return clock_; }
@@ -86,6 +110,7 @@ class MpiWorld::Context final : public RankContext {
  private:
   std::unique_ptr<MpiTransport> transport_;
   RealClock clock_;
+  MPI_Comm agreement_ = MPI_COMM_NULL;
 };
 
 MpiWorld::MpiWorld(int* argc, char*** argv, int ranks_per_host)
@@ -123,14 +148,32 @@ void MpiWorld::run(const std::function<void(RankContext&)>& body) {
   try {
     body(*context_);
     return;
-  } catch (const std::exception& e) {
+  } catch (const ConfigError& e) {
     error = e.what();
+  } catch (const std::exception& e) {
+    abort_job(rank(), e.what());
   } catch (...) {
-    error = "unknown exception";
+    abort_job(rank(), "unknown exception");
   }
-  std::fprintf(stderr, "rank %d: %s\n", rank(), error.c_str());
-  std::fflush(stderr);
-  MPI_Abort(MPI_COMM_WORLD, 1);
+  // A ConfigError: if every rank's body threw one (the same config refused everywhere), it is thrown
+  // on every rank, so that the caller reports it as any other config error. Ranks count themselves
+  // in a non-blocking allreduce on their own communicator; ranks that returned never join it, so it
+  // completes only when every rank failed this way.
+  int failed = 1;
+  int all_failed = 0;
+  MPI_Request request = MPI_REQUEST_NULL;
+  BAGUA_MPI_CHECK(
+      MPI_Iallreduce(&failed, &all_failed, 1, MPI_INT, MPI_SUM, context_->agreement(), &request));
+  const auto deadline = std::chrono::steady_clock::now() + kConfigErrorAgreement;
+  for (;;) {
+    int done = 0;
+    BAGUA_MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
+    if (done) break;
+    if (std::chrono::steady_clock::now() > deadline) abort_job(rank(), error);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  BAGUA_CHECK_EQ(all_failed, size(), "every rank joins the agreement only after a ConfigError");
+  throw ConfigError(error);
 }
 
 bool MpiWorld::launched_by_mpirun() {

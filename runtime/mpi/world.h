@@ -38,7 +38,11 @@ class MpiWorld {
   int size() const;
 
   // Runs `body` on this process's rank. If it throws, prints the error once, prefixed with the rank,
-  // and aborts the whole job (MPI_Abort): the other ranks would otherwise wait forever.
+  // and aborts the whole job (MPI_Abort): the other ranks would otherwise wait forever. Except when
+  // the body throws a ConfigError on every rank (the same config refused everywhere, e.g. an
+  // algorithm refusing the world size): then run() throws that ConfigError on every rank, so that the
+  // job ends as any config error does. A rank whose ConfigError the other ranks do not all share
+  // within 10 seconds aborts the job.
   void run(const std::function<void(RankContext&)>& body);
 
   // Whether this process was started by mpirun (Open MPI's or PMIx's environment is present).
