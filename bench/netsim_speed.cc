@@ -3,9 +3,11 @@
 // left, 2(P - 1) times; S = 100 MB. The cluster is a star of hosts with 8 devices each (NVLink-like
 // device links, 100 Gbit/s NICs), so every step mixes intra-host and inter-host flows.
 //
-// Counters: events processed per wall-clock second, simulated seconds, and simulated time per wall
-// time.
+// Counters: events processed per wall-clock second, simulated seconds, simulated time per wall time,
+// and the process's peak resident memory per rank (getrusage's ru_maxrss: the peak so far, so with the
+// sizes run in increasing order it is that of the largest run yet).
 #include <benchmark/benchmark.h>
+#include <sys/resource.h>
 
 #include <chrono>
 
@@ -53,10 +55,19 @@ void BM_RingExchange(benchmark::State& state) {
       benchmark::Counter(static_cast<double>(events), benchmark::Counter::kAvgIterations);
   state.counters["sim_s"] = benchmark::Counter(simulated, benchmark::Counter::kAvgIterations);
   state.counters["sim_per_wall"] = benchmark::Counter(simulated / wall);
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  state.counters["peak_rss_kib_per_rank"] =
+      benchmark::Counter(static_cast<double>(usage.ru_maxrss) / ranks);  // ru_maxrss is in KiB
 }
 
 BENCHMARK(BM_RingExchange)->Arg(8)->Arg(64)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_RingExchange)->Arg(2048)->Iterations(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_RingExchange)
+    ->Arg(2048)
+    ->Arg(4096)
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace
 

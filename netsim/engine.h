@@ -2,16 +2,26 @@
 //
 // Terms:
 //   event     an action due at a time; events run in (time, sequence) order, where the sequence number
-//   is
-//             the order of scheduling, so that events due at the same time run in the order they were
-//             scheduled and every run is reproducible bit for bit
+//             is the order of scheduling, so that events due at the same time run in the order they
+//             were scheduled and every run is reproducible bit for bit
 //   handle    names a scheduled event so that it can be cancelled (a flow whose rate changed cancels
-//   its
-//             old completion); a handle of an event that already ran or was cancelled is simply stale
+//             its old completion); a handle of an event that already ran or was cancelled is simply
+//             stale
+//   callback  a plain function pointer with an object and an integer argument: what the simulator's
+//             own hot paths schedule (waking a fiber, a flow's latency or completion), cheaper to
+//             store, run and drop than a std::function, which stays available for everything else
+//   lane      a first-in first-out queue of the events posted one fixed delay after the time they
+//             were posted at (0: "now", the wake-ups; a route latency: a flow entering transfer). As
+//             virtual time never goes back, such events arrive in a lane already in (time, sequence)
+//             order, so a lane needs no sorting: pushing and popping cost O(1)
 //
-// The queue is an indexed 4-ary heap (shallower than a binary one, its children side by side in
-// memory): cancelling removes the event at once, so a flow rescheduled many times leaves no dead
-// entries behind. Nothing here is static: each Simulation owns its Engine.
+// The queue is a handful of lanes plus an indexed 4-ary heap (shallower than a binary one, its
+// children side by side in memory) for every other event. The next event is the earliest, by (time,
+// sequence), of the lanes' fronts and the heap's top: exactly the order a single heap would give, so
+// lanes change how fast events are found, never which runs next. Lanes hold only posted events, which
+// cannot be cancelled; an event that may be cancelled goes to the heap, which removes it at once, so
+// that a flow rescheduled many times leaves no dead entries behind. Nothing here is static: each
+// Simulation owns its Engine.
 #pragma once
 
 #include <cstdint>
@@ -27,66 +37,141 @@ namespace bagua::netsim {
 // above the integer). Every modelled duration (transfers, compute) is rounded this way.
 Time ceil_ns(double ns);
 
+struct Callback {
+  using Fn = void (*)(void* object, uint64_t argument);
+  Fn fn = nullptr;
+  void* object = nullptr;
+  uint64_t argument = 0;
+  void operator()() const { fn(object, argument); }
+};
+
 class EventQueue {
  public:
   using Action = std::function<void()>;
   // Slot index in the low 32 bits, the slot's generation in the high 32 bits; 0 is never a live handle.
   using Handle = uint64_t;
   static constexpr Handle kNoEvent = 0;
+  // Lanes beyond the "now" lane; a delay asked for once they are all taken goes to the heap.
+  static constexpr size_t kMaxLanes = 8;
 
+  EventQueue();
+
+  // `at` must not be before now(). Cancellable.
+  Handle schedule(Time at, Callback callback);
   Handle schedule(Time at, Action action);
+  // Not cancellable: goes to the lane of its delay (at - now()) if there is one. `recurring_delay`: the
+  // caller expects to post many events this far ahead, so a lane is opened for the delay if one is
+  // still free.
+  void post(Time at, Callback callback, bool recurring_delay = false);
   // Removes the event if it is still pending; returns whether it was.
   bool cancel(Handle handle);
-  bool empty() const { return heap_.empty(); }
-  size_t size() const { return heap_.size(); }
+  bool empty() const { return size() == 0; }
+  size_t size() const { return heap_.size() + in_lanes_; }
   Time next_time() const;
-  // Removes the earliest event; returns its time and moves its action into `action`.
-  Time pop(Action& action);
+  // The callback of the earliest event, or a null one (none pending, or an Action).
+  Callback peek() const;
+  // Removes the earliest event and advances now() to its time, which it returns; the event's callback
+  // goes to `callback`, or, for an event scheduled as an Action, `callback.fn` is null and the action
+  // is moved into `action`.
+  Time pop(Callback& callback, Action& action);
+  // The time of the latest pop (zero before the first).
+  Time now() const { return now_; }
   void clear();
 
  private:
   // The heap holds the ordering key itself, so that sifting touches one contiguous array; the slot
-  // holds the action and where its entry sits in the heap.
-  struct Entry {
+  // holds the callback and where its entry sits in the heap.
+  struct HeapEntry {
     Time at;
     uint64_t sequence;
     uint32_t slot;
   };
   struct Slot {
-    Action action;
+    Callback callback;
     uint32_t generation = 1;
     int32_t heap_index = -1;  // -1: free
+    bool is_action = false;   // the event is actions_[slot]
   };
+  // A lane's entries carry their callback: nothing else refers to them.
+  struct LaneEntry {
+    Time at;
+    uint64_t sequence;
+    Callback callback;
+  };
+  // A ring buffer of entries in (time, sequence) order.
+  class Lane {
+   public:
+    explicit Lane(Time delay) : delay_(delay) {}
+    Time delay() const { return delay_; }
+    bool empty() const { return size_ == 0; }
+    size_t size() const { return size_; }
+    const LaneEntry& front() const { return ring_[head_]; }
+    void push(const LaneEntry& e) {
+      if (size_ == ring_.size()) grow();
+      ring_[(head_ + size_) & (ring_.size() - 1)] = e;
+      ++size_;
+    }
+    void pop_front() {
+      head_ = (head_ + 1) & (ring_.size() - 1);
+      --size_;
+    }
+    void clear() { head_ = size_ = 0; }
+
+   private:
+    void grow();
+    Time delay_;
+    std::vector<LaneEntry> ring_;  // a power of two long
+    size_t head_ = 0;
+    size_t size_ = 0;
+  };
+
   static constexpr size_t kArity = 4;
-  static bool earlier(const Entry& x, const Entry& y) {
+  template <class X, class Y>
+  static bool earlier(const X& x, const Y& y) {
     return x.at != y.at ? x.at < y.at : x.sequence < y.sequence;
   }
-  void place(size_t index, const Entry& e) {
+  Lane* lane_for(Time delay, bool open);
+  uint32_t allocate_slot();
+  Handle push_heap(Time at, uint32_t slot);
+  void place(size_t index, const HeapEntry& e) {
     heap_[index] = e;
     slots_[e.slot].heap_index = static_cast<int32_t>(index);
   }
   void sift_up(size_t index);
   void sift_down(size_t index);
   void remove_at(size_t index);
+  void remove_top();
   void release(uint32_t slot);
 
   std::vector<Slot> slots_;
+  std::vector<Action> actions_;  // by slot, for events scheduled as an Action
   std::vector<uint32_t> free_slots_;
-  std::vector<Entry> heap_;
+  std::vector<HeapEntry> heap_;
+  std::vector<Lane> lanes_;  // lanes_[0]: delay 0, always there
+  size_t in_lanes_ = 0;
+  Time now_;
   uint64_t next_sequence_ = 0;
 };
 
 // Virtual time plus the queue. `now()` only moves forward, to the time of the event being processed.
 class Engine {
  public:
-  Time now() const { return now_; }
+  Time now() const { return queue_.now(); }
   EventQueue::Handle at(Time when, EventQueue::Action action);
+  EventQueue::Handle at(Time when, Callback callback);
   EventQueue::Handle after(Time delay, EventQueue::Action action) {
-    return at(now_ + delay, std::move(action));
+    return at(now() + delay, std::move(action));
   }
+  EventQueue::Handle after(Time delay, Callback callback) { return at(now() + delay, callback); }
+  // An event that will not be cancelled, `delay` from now. `recurring`: the caller posts events this
+  // far ahead over and over (a route latency), so they get a first-in first-out lane of their own while
+  // one is free. The order events run in is the same either way.
+  void post(Time delay, Callback callback, bool recurring = false);
   bool cancel(EventQueue::Handle handle) { return queue_.cancel(handle); }
   bool idle() const { return queue_.empty(); }
   Time next_time() const { return queue_.next_time(); }
+  // The callback the next step() will run, if it is one (for prefetching what it will touch).
+  Callback peek() const { return queue_.peek(); }
   // Runs the earliest event (advancing now() to its time).
   void step();
   // Drops every pending event (after a failure).
@@ -94,8 +179,8 @@ class Engine {
   uint64_t events_processed() const { return processed_; }
 
  private:
-  Time now_;
   EventQueue queue_;
+  EventQueue::Action action_;  // the running event's, when it was scheduled as an Action
   uint64_t processed_ = 0;
 };
 

@@ -46,6 +46,17 @@ void unpoison(void*, size_t) {}
 // AddressSanitizer's redzones make frames several times larger, hence 4 MiB there.
 constexpr size_t kStackSize = kAsan ? size_t{4} << 20 : size_t{1} << 20;
 
+// Where fiber `id`'s frames begin below the top of its stack: a different cache line of the page for
+// each fiber (37 is coprime with the 64 lines of a 4 KiB page, so consecutive fibers take all 64 in
+// turn). A blocked fiber's frames sit near its stack's top, so in step with every other stack they
+// would all fall on the same few lines of their pages, and so compete for the same few sets of every
+// cache: a simulation of thousands of ranks would keep evicting its own stacks.
+size_t top_offset(int id) {
+  constexpr size_t kLine = 64;
+  constexpr size_t kLinesPerPage = 64;
+  return static_cast<size_t>(id) * 37 % kLinesPerPage * kLine;
+}
+
 // Frees a protected (guard-paged) stack, first clearing any sanitizer poison its frames left: poisoned
 // shadow on a dead stack would haunt whatever is mapped there next.
 class StackAllocator {
@@ -100,7 +111,7 @@ Fibers::Fiber& Fibers::spawn(int rank, int track, std::function<void()> body) {
   fibers_.push_back(std::move(owned));
   if (!aborting_) {
     f.state = State::kReady;
-    engine_.after(Time::zero(), [this, &f] { resume(f); });
+    engine_.post(Time::zero(), resume_callback(f));
   }
   return f;
 }
@@ -122,6 +133,11 @@ Fibers::Fiber& Fibers::current() const {
   return *current_;
 }
 
+void Fibers::resume_event(void* fibers, uint64_t id) {
+  Fibers& self = *static_cast<Fibers*>(fibers);
+  self.resume(*self.fibers_[static_cast<size_t>(id)]);
+}
+
 void Fibers::resume(Fiber& f) {
   BAGUA_CHECK(current_ == nullptr, "a fiber resumed from inside another fiber");
   BAGUA_CHECK(f.state != State::kDone && f.state != State::kRunning,
@@ -135,13 +151,15 @@ void Fibers::resume(Fiber& f) {
     // stack, on its first run, and always from the engine's stack. (It also allocates stacks lazily.)
     StackAllocator allocator;
     const boost::context::stack_context sctx = allocator.allocate();
+    const size_t offset = top_offset(f.id);
     f.stack_bottom = static_cast<char*>(sctx.sp) - sctx.size;
-    f.stack_size = sctx.size;
+    f.stack_size = sctx.size - offset;
     start_switch(&fake_stack, f.stack_bottom, f.stack_size);
     f.created = true;
     f.context = boost::context::fiber(
-        std::allocator_arg, boost::context::preallocated(sctx.sp, sctx.size, sctx), allocator,
-        [this, &f](boost::context::fiber&& from) {
+        std::allocator_arg,
+        boost::context::preallocated(static_cast<char*>(sctx.sp) - offset, f.stack_size, sctx),
+        allocator, [this, &f](boost::context::fiber&& from) {
           f.scheduler = std::move(from);
           finish_switch(nullptr, &engine_stack_bottom_, &engine_stack_size_);
           entry(f);
@@ -152,12 +170,26 @@ void Fibers::resume(Fiber& f) {
   } else {
     start_switch(&fake_stack, f.stack_bottom, f.stack_size);
   }
+  prefetch_next();
   f.context = std::move(f.context).resume();
   finish_switch(fake_stack, nullptr, nullptr);
   current_ = nullptr;
 }
 
+void Fibers::prefetch_next() const {
+  const Callback next = engine_.peek();
+  if (next.fn != &Fibers::resume_event || next.object != this) return;
+  const Fiber& g = *fibers_[static_cast<size_t>(next.argument)];
+  __builtin_prefetch(&g);
+  if (g.suspended_at == nullptr) return;
+  // The frames of the switch itself lie below suspend()'s, those it returns to above it.
+  constexpr ptrdiff_t kBelow = 128, kAbove = 384, kLine = 64;
+  for (ptrdiff_t d = -kBelow; d < kAbove; d += kLine)
+    __builtin_prefetch(g.suspended_at + d);
+}
+
 void Fibers::suspend(Fiber& f) {
+  f.suspended_at = static_cast<const char*>(__builtin_frame_address(0));
   void* fake_stack = nullptr;
   start_switch(&fake_stack, engine_stack_bottom_, engine_stack_size_);
   f.scheduler = std::move(f.scheduler).resume();
@@ -184,7 +216,7 @@ void Fibers::sleep(Time d) {
   if (aborting_) throw FiberAbort{};
   f.state = State::kSleeping;
   f.reason = WaitReason{WaitKind::kTimer};
-  engine_.after(d, [this, &f] { resume(f); });
+  engine_.post(d, resume_callback(f));
   suspend(f);
   if (aborting_) throw FiberAbort{};
 }
@@ -192,7 +224,7 @@ void Fibers::sleep(Time d) {
 void Fibers::wake(Fiber& f) {
   if (f.state != State::kBlocked || aborting_) return;
   f.state = State::kReady;
-  engine_.after(Time::zero(), [this, &f] { resume(f); });
+  engine_.post(Time::zero(), resume_callback(f));
 }
 
 void Fibers::abort_all() {

@@ -1,6 +1,8 @@
 #include "netsim/network.h"
 
+#include <algorithm>
 #include <cmath>
+#include <span>
 
 #include "core/check.h"
 
@@ -13,7 +15,11 @@ FlowNetwork::FlowNetwork(const Topology& topology, Bandwidth window_cap, Engine&
       active_(topology.links().size()),
       carried_(topology.links().size(), 0),
       link_mark_(topology.links().size(), 0),
-      link_local_(topology.links().size(), -1) {}
+      link_local_(topology.links().size(), -1) {
+  capacity_.reserve(topology.links().size());
+  for (const Link& l : topology.links())
+    capacity_.push_back(l.capacity);
+}
 
 int32_t FlowNetwork::allocate_flow() {
   if (!free_flows_.empty()) {
@@ -25,7 +31,16 @@ int32_t FlowNetwork::allocate_flow() {
   return static_cast<int32_t>(flows_.size() - 1);
 }
 
-void FlowNetwork::start(const Route& route, Bytes bytes, Done done) {
+void FlowNetwork::enter_transfer_event(void* network, uint64_t id) {
+  static_cast<FlowNetwork*>(network)->enter_transfer(static_cast<int32_t>(id));
+}
+
+void FlowNetwork::complete_event(void* network, uint64_t id) {
+  static_cast<FlowNetwork*>(network)->complete(static_cast<int32_t>(id));
+}
+
+void FlowNetwork::start(const Route& route, Bytes bytes, Callback done,
+                        std::shared_ptr<void> keep_alive) {
   BAGUA_CHECK(bytes.count() >= 0, "flow of negative size " + std::to_string(bytes.count()));
   const int32_t id = allocate_flow();
   Flow& f = flows_[static_cast<size_t>(id)];
@@ -34,13 +49,13 @@ void FlowNetwork::start(const Route& route, Bytes bytes, Done done) {
   f.remaining = static_cast<double>(bytes.count());
   f.rate = 0;
   f.completion = EventQueue::kNoEvent;
-  f.done = std::move(done);
-  // Phase 1: the route latency, using no bandwidth. An empty message completes right after it.
-  if (bytes.count() == 0) {
-    engine_.after(route.latency, [this, id] { complete(id); });
-  } else {
-    engine_.after(route.latency, [this, id] { enter_transfer(id); });
-  }
+  f.done = done;
+  f.keep_alive = std::move(keep_alive);
+  // Phase 1: the route latency, using no bandwidth. An empty message completes right after it. Route
+  // latencies take a few distinct values, each a lane of the event queue.
+  const auto uid = static_cast<uint64_t>(id);
+  engine_.post(route.latency, {bytes.count() == 0 ? &complete_event : &enter_transfer_event, this, uid},
+               /*recurring=*/true);
 }
 
 void FlowNetwork::enter_transfer(int32_t id) {
@@ -52,7 +67,14 @@ void FlowNetwork::enter_transfer(int32_t id) {
     on_link.push_back(id);
   }
   ++active_flows_;
-  reshare(f.route);
+  // Alone on every link of its route, the flow is a component by itself (what reshare() would find).
+  bool alone = true;
+  for (int i = 0; i < f.route.count; ++i)
+    alone = alone && active_[static_cast<size_t>(f.route.links[static_cast<size_t>(i)])].size() == 1;
+  if (alone)
+    set_rate(id, lone_rate(f.route));
+  else
+    reshare(f.route);
 }
 
 void FlowNetwork::complete(int32_t id) {
@@ -79,11 +101,17 @@ void FlowNetwork::complete(int32_t id) {
   }
   for (int i = 0; i < route.count; ++i)
     carried_[static_cast<size_t>(route.links[static_cast<size_t>(i)])] += f.bytes;
-  Done done = std::move(f.done);
-  f.done = nullptr;
+  const Callback done = f.done;
+  const std::shared_ptr<void> keep_alive = std::move(f.keep_alive);
   f.completion = EventQueue::kNoEvent;
   free_flows_.push_back(id);
-  if (transferring) reshare(route);
+  if (transferring) {
+    // Links left empty join no component: reshare() would find no flow to re-solve.
+    bool others = false;
+    for (int i = 0; i < route.count; ++i)
+      others = others || !active_[static_cast<size_t>(route.links[static_cast<size_t>(i)])].empty();
+    if (others) reshare(route);
+  }
   done();
 }
 
@@ -100,7 +128,7 @@ void FlowNetwork::schedule_completion(int32_t id) {
   Flow& f = flows_[static_cast<size_t>(id)];
   engine_.cancel(f.completion);
   const Time at = engine_.now() + ceil_ns(f.remaining * 1e9 / f.rate);
-  f.completion = engine_.at(at, [this, id] { complete(id); });
+  f.completion = engine_.at(at, Callback{&complete_event, this, static_cast<uint64_t>(id)});
 }
 
 void FlowNetwork::reshare(const Route& changed) {
@@ -128,32 +156,46 @@ void FlowNetwork::reshare(const Route& changed) {
   }
   if (component_flows_.empty()) return;
 
-  solver_.clear();
-  const auto& links = topology_.links();
-  for (int32_t l : component_links_) {
-    if (active_[static_cast<size_t>(l)].empty()) continue;  // a link the finished flow alone used
-    link_local_[static_cast<size_t>(l)] = solver_.add_link(links[static_cast<size_t>(l)].capacity);
+  std::span<const double> rates;
+  double rate_of_one = 0;
+  if (component_flows_.size() == 1) {
+    rate_of_one = lone_rate(flows_[static_cast<size_t>(component_flows_.front())].route);
+    rates = std::span<const double>(&rate_of_one, 1);
+  } else {
+    solver_.clear();
+    for (int32_t l : component_links_) {
+      if (active_[static_cast<size_t>(l)].empty()) continue;  // a link the finished flow alone used
+      link_local_[static_cast<size_t>(l)] = solver_.add_link(capacity_[static_cast<size_t>(l)]);
+    }
+    std::array<int, Route::kMaxLinks> local{};
+    for (int32_t id : component_flows_) {
+      const Flow& f = flows_[static_cast<size_t>(id)];
+      for (int i = 0; i < f.route.count; ++i)
+        local[static_cast<size_t>(i)] =
+            link_local_[static_cast<size_t>(f.route.links[static_cast<size_t>(i)])];
+      solver_.add_flow(std::span<const int>(local.data(), static_cast<size_t>(f.route.count)),
+                       window_cap_);
+    }
+    rates = solver_.solve();
   }
-  std::array<int, Route::kMaxLinks> local{};
-  for (int32_t id : component_flows_) {
-    const Flow& f = flows_[static_cast<size_t>(id)];
-    for (int i = 0; i < f.route.count; ++i)
-      local[static_cast<size_t>(i)] =
-          link_local_[static_cast<size_t>(f.route.links[static_cast<size_t>(i)])];
-    solver_.add_flow(std::span<const int>(local.data(), static_cast<size_t>(f.route.count)),
-                     window_cap_);
-  }
-  const std::vector<double>& rates = solver_.solve();
-  for (size_t k = 0; k < component_flows_.size(); ++k) {
-    const int32_t id = component_flows_[k];
-    Flow& f = flows_[static_cast<size_t>(id)];
-    const double rate = rates[k];
-    if (rate == f.rate) continue;
-    BAGUA_CHECK(rate > 0 && std::isfinite(rate), "flow rate " + std::to_string(rate));
-    bring_up_to_date(f);
-    f.rate = rate;
-    schedule_completion(id);
-  }
+  for (size_t k = 0; k < component_flows_.size(); ++k)
+    set_rate(component_flows_[k], rates[k]);
+}
+
+double FlowNetwork::lone_rate(const Route& route) const {
+  double rate = window_cap_;
+  for (int i = 0; i < route.count; ++i)
+    rate = std::min(rate, capacity_[static_cast<size_t>(route.links[static_cast<size_t>(i)])]);
+  return rate;
+}
+
+void FlowNetwork::set_rate(int32_t id, double rate) {
+  Flow& f = flows_[static_cast<size_t>(id)];
+  if (rate == f.rate) return;
+  BAGUA_CHECK(rate > 0 && std::isfinite(rate), "flow rate " + std::to_string(rate));
+  bring_up_to_date(f);
+  f.rate = rate;
+  schedule_completion(id);
 }
 
 }  // namespace bagua::netsim

@@ -5,10 +5,11 @@
 //               flow uses no bandwidth. Phase 2: its bytes move at its current rate; it completes when
 //               they are done.
 //   rate        a phase-2 flow's share: the max-min fair allocation (max_min.h) over the links'
-//   capacities
-//               (bandwidth * bandwidth efficiency), each flow also capped by the window cap
+//               capacities (bandwidth * bandwidth efficiency), each flow also capped by the window cap
 //   component   the phase-2 flows connected to a link through shared links; a flow starting or ending
-//               changes rates only within the component(s) of its links, so only those are re-solved
+//               changes rates only within the component(s) of its links, so only those are re-solved.
+//               A flow alone on all its links is a component by itself, whose rate needs no solver: the
+//               capacity of its slowest link, or its cap
 //   remaining   a flow's bytes still to move, as of the time it was last brought up to date
 //
 // When rates are re-solved, a flow whose rate did not change is left untouched (its completion event
@@ -21,7 +22,7 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
+#include <memory>
 #include <vector>
 
 #include "netsim/engine.h"
@@ -32,13 +33,14 @@ namespace bagua::netsim {
 
 class FlowNetwork {
  public:
-  using Done = std::function<void()>;
-
   // `window_cap`: the per-flow rate cap (bytes per second, +infinity for none).
   FlowNetwork(const Topology& topology, Bandwidth window_cap, Engine& engine);
 
   // Starts a flow of `bytes` along `route` now; `done` runs (as an event) when its last byte arrives.
-  void start(const Route& route, Bytes bytes, Done done);
+  // `keep_alive` (may be null) is held until then: whatever `done` refers to lives until it has run, or
+  // until the network is destroyed.
+  void start(const Route& route, Bytes bytes, Callback done,
+             std::shared_ptr<void> keep_alive = nullptr);
 
   int flows_in_transfer() const { return active_flows_; }
   // Bytes carried by each link so far (completed flows), indexed like Topology::links().
@@ -54,14 +56,22 @@ class FlowNetwork {
     Time updated;
     EventQueue::Handle completion = EventQueue::kNoEvent;
     uint64_t mark = 0;  // component search epoch
-    Done done;
+    Callback done;
+    std::shared_ptr<void> keep_alive;
   };
 
+  static void enter_transfer_event(void* network, uint64_t id);
+  static void complete_event(void* network, uint64_t id);
   int32_t allocate_flow();
   void enter_transfer(int32_t id);
   void complete(int32_t id);
   // Re-solves the components of the given links and reschedules the flows whose rate changed.
   void reshare(const Route& changed);
+  // The max-min rate of a flow alone in its component: its slowest link's capacity or the window cap,
+  // exactly what the solver would return (every level it sees is a capacity divided by 1).
+  double lone_rate(const Route& route) const;
+  // Gives flow `id` its newly solved rate, rescheduling its completion if the rate changed.
+  void set_rate(int32_t id, double rate);
   void bring_up_to_date(Flow& f);
   void schedule_completion(int32_t id);
 
@@ -70,6 +80,7 @@ class FlowNetwork {
   Engine& engine_;
   std::vector<Flow> flows_;
   std::vector<int32_t> free_flows_;
+  std::vector<double> capacity_;              // per link: Link::capacity, side by side
   std::vector<std::vector<int32_t>> active_;  // per link: the phase-2 flows crossing it
   std::vector<int64_t> carried_;              // per link
   int active_flows_ = 0;

@@ -100,6 +100,8 @@ Topology::Topology(const ClusterSpec& spec)
       hosts_per_leaf_(spec.topology == TopologyKind::kLeafSpine ? spec.hosts_per_leaf : 0),
       latency_factor_(spec.factors.latency_factor) {
   const double eff = spec.factors.bandwidth_efficiency;
+  const Time device = spec.intra_host.latency;
+  const Time nic = spec.nic.latency;
   auto add = [&](std::string name, const LinkSpec& l) {
     links_.push_back({std::move(name), l.bandwidth, l.bandwidth.bytes_per_second() * eff, l.latency});
   };
@@ -123,7 +125,11 @@ Topology::Topology(const ClusterSpec& spec)
       add("leaf" + std::to_string(k) + ".up", uplink);
       add("leaf" + std::to_string(k) + ".down", uplink);
     }
+    const Time leaf = uplink.latency;
+    latency_by_count_[6] = (device + nic + leaf + leaf + nic + device).scaled(latency_factor_);
   }
+  latency_by_count_[2] = (device + device).scaled(latency_factor_);
+  latency_by_count_[4] = (device + nic + nic + device).scaled(latency_factor_);
 }
 
 Route Topology::route(int src, int dst) const {
@@ -147,10 +153,7 @@ Route Topology::route(int src, int dst) const {
     add(nic_down(dst_host));
   }
   add(device_down(dst));
-  Time sum;
-  for (int i = 0; i < r.count; ++i)
-    sum += links_[static_cast<size_t>(r.links[static_cast<size_t>(i)])].latency;
-  r.latency = sum.scaled(latency_factor_);
+  r.latency = latency_by_count_[static_cast<size_t>(r.count)];
   return r;
 }
 

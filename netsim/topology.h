@@ -69,6 +69,9 @@ class Topology {
   int nic_base_;
   int leaf_base_;
   std::vector<Link> links_;
+  // The latency of a route of 2, 4 or 6 links, by its number of links: every device link has the same
+  // latency, and so has every NIC link and every leaf link, so routes of one length sum the same.
+  std::array<Time, Route::kMaxLinks + 1> latency_by_count_{};
 };
 
 }  // namespace bagua::netsim

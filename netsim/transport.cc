@@ -1,5 +1,6 @@
 #include "netsim/transport.h"
 
+#include <algorithm>
 #include <set>
 
 #include "core/check.h"
@@ -9,7 +10,6 @@
 namespace bagua::netsim {
 
 struct Message {
-  Mailbox* mailbox;
   MatchKey key;
   BufferView data;  // the send buffer
   int64_t bytes = 0;
@@ -42,9 +42,28 @@ void copy_payload(const BufferView& dst, const BufferView& src) {
   copy(dst.reinterpret(DType::kU8), src.reinterpret(DType::kU8));
 }
 
-class SendRequest final : public Request {
+// A request's memory comes from the mailbox's recycled blocks as well. A RequestPtr deletes it through
+// the class's own operator delete, which finds the lists in a header in front of the object.
+class RecycledRequest : public Request {
  public:
-  SendRequest(Mailbox& mailbox, std::shared_ptr<Message> m) : mailbox_(mailbox), m_(std::move(m)) {}
+  static void* operator new(size_t size, BlockLists& lists) {
+    void* block = lists.take(kHeader + size);
+    *static_cast<BlockLists**>(block) = &lists;
+    return static_cast<char*>(block) + kHeader;
+  }
+  static void operator delete(void* p, size_t size) {
+    void* block = static_cast<char*>(p) - kHeader;
+    (*static_cast<BlockLists**>(block))->give(block, kHeader + size);
+  }
+
+ private:
+  static constexpr size_t kHeader = __STDCPP_DEFAULT_NEW_ALIGNMENT__;  // keeps the object aligned
+};
+
+class SendRequest final : public RecycledRequest {
+ public:
+  SendRequest(Mailbox& mailbox, std::shared_ptr<Message> m) noexcept
+      : mailbox_(mailbox), m_(std::move(m)) {}
   bool test() override { return Mailbox::done(*m_); }
   void wait() override { mailbox_.wait(*m_); }
 
@@ -53,9 +72,10 @@ class SendRequest final : public Request {
   std::shared_ptr<Message> m_;
 };
 
-class ReceiveRequest final : public Request {
+class ReceiveRequest final : public RecycledRequest {
  public:
-  ReceiveRequest(Mailbox& mailbox, std::shared_ptr<Receive> r) : mailbox_(mailbox), r_(std::move(r)) {}
+  ReceiveRequest(Mailbox& mailbox, std::shared_ptr<Receive> r) noexcept
+      : mailbox_(mailbox), r_(std::move(r)) {}
   bool test() override { return Mailbox::done(*r_); }
   void wait() override { mailbox_.wait(*r_); }
 
@@ -75,22 +95,20 @@ void Mailbox::check_sizes(const Message& m, const Receive& r) {
 }
 
 std::shared_ptr<Message> Mailbox::post_send(const MatchKey& key, const BufferView& data) {
-  auto m = std::make_shared<Message>();
-  m->mailbox = this;
+  auto m = std::allocate_shared<Message>(RecyclingAllocator<Message>(*blocks_));
   m->key = key;
   m->data = data;
   m->bytes = data.bytes().count();
   m->start = world_.engine.now();
 
-  auto it = queues_.try_emplace(key).first;
-  Queue& q = it->second;
+  const uint32_t index = queue_of(key);
+  Queue& q = queues_[index];
   if (!q.receives.empty()) {
     check_sizes(*m, *q.receives.head);
     m->receive = q.receives.pop();
   } else {
     q.sends.push(m);
   }
-  if (q.sends.empty() && q.receives.empty()) queues_.erase(it);
 
   if (key.src == key.dst) {  // a local copy, no network
     arrive(*m);
@@ -100,18 +118,19 @@ std::shared_ptr<Message> Mailbox::post_send(const MatchKey& key, const BufferVie
   world_.comm_begin(key.dst);
   // The flow's completion owns a reference: a message on the wire lives until it arrives or the run is
   // torn down (the network drops its flows).
+  Message* raw = m.get();
   world_.network.start(world_.topology.route(key.src, key.dst), Bytes(m->bytes),
-                       [m] { m->mailbox->arrive(*m); });
+                       {&Mailbox::arrive_event, this, reinterpret_cast<uintptr_t>(raw)}, m);
   return m;
 }
 
 std::shared_ptr<Receive> Mailbox::post_receive(const MatchKey& key, const BufferView& data) {
-  auto r = std::make_shared<Receive>();
+  auto r = std::allocate_shared<Receive>(RecyclingAllocator<Receive>(*blocks_));
   r->key = key;
   r->data = data;
 
-  auto it = queues_.try_emplace(key).first;
-  Queue& q = it->second;
+  const uint32_t index = queue_of(key);
+  Queue& q = queues_[index];
   if (!q.sends.empty()) {
     std::shared_ptr<Message> m = q.sends.pop();
     check_sizes(*m, *r);
@@ -127,8 +146,34 @@ std::shared_ptr<Receive> Mailbox::post_receive(const MatchKey& key, const Buffer
   } else {
     q.receives.push(r);
   }
-  if (q.sends.empty() && q.receives.empty()) queues_.erase(it);
   return r;
+}
+
+uint32_t Mailbox::queue_of(const MatchKey& key) {
+  if (const uint32_t* index = queue_index_.find(key)) return *index;
+  if (queue_index_.size() >= sweep_at_) {
+    queue_index_.erase_if([&](const MatchKey&, uint32_t index) {
+      const Queue& q = queues_[index];
+      if (!q.sends.empty() || !q.receives.empty()) return false;
+      free_queues_.push_back(index);
+      return true;
+    });
+    sweep_at_ = std::max(kMinSweep, 2 * queue_index_.size());
+  }
+  uint32_t index;
+  if (!free_queues_.empty()) {
+    index = free_queues_.back();
+    free_queues_.pop_back();
+  } else {
+    index = static_cast<uint32_t>(queues_.size());
+    queues_.emplace_back();
+  }
+  queue_index_.insert(key, index);
+  return index;
+}
+
+void Mailbox::arrive_event(void* mailbox, uint64_t message) {
+  static_cast<Mailbox*>(mailbox)->arrive(*reinterpret_cast<Message*>(static_cast<uintptr_t>(message)));
 }
 
 void Mailbox::arrive(Message& m) {
@@ -198,13 +243,13 @@ void SimTransport::check_peer(int peer, const char* what) const {
 RequestPtr SimTransport::isend(const BufferView& data, int dst, Tag tag) {
   check_peer(dst, "isend");
   auto m = world_.mailbox.post_send({group_, world_rank(rank_), world_rank(dst), tag}, data);
-  return std::make_unique<SendRequest>(world_.mailbox, std::move(m));
+  return RequestPtr(new (world_.mailbox.blocks()) SendRequest(world_.mailbox, std::move(m)));
 }
 
 RequestPtr SimTransport::irecv(const BufferView& data, int src, Tag tag) {
   check_peer(src, "irecv");
   auto r = world_.mailbox.post_receive({group_, world_rank(src), world_rank(rank_), tag}, data);
-  return std::make_unique<ReceiveRequest>(world_.mailbox, std::move(r));
+  return RequestPtr(new (world_.mailbox.blocks()) ReceiveRequest(world_.mailbox, std::move(r)));
 }
 
 std::unique_ptr<Transport> SimTransport::subgroup(std::span<const int> ranks) {

@@ -18,11 +18,12 @@
 #include <cstdint>
 #include <memory>
 #include <span>
-#include <unordered_map>
 #include <vector>
 
 #include "core/transport.h"
 #include "netsim/fibers.h"
+#include "netsim/flat_map.h"
+#include "netsim/recycler.h"
 
 namespace bagua::netsim {
 
@@ -41,7 +42,7 @@ struct Receive;
 
 class Mailbox {
  public:
-  explicit Mailbox(World& world) : world_(world) {}
+  explicit Mailbox(World& world) : world_(world), blocks_(BlockLists::create()) {}
   std::shared_ptr<Message> post_send(const MatchKey& key, const BufferView& data);
   std::shared_ptr<Receive> post_receive(const MatchKey& key, const BufferView& data);
   // Blocks the calling fiber until the operation completes.
@@ -49,6 +50,8 @@ class Mailbox {
   void wait(Receive& r);
   static bool done(const Message& m);
   static bool done(const Receive& r);
+  // Recycled memory for the records of messages and receives and for requests.
+  BlockLists& blocks() { return *blocks_; }
 
  private:
   // A first-in first-out list threaded through the elements' own `next` (no allocation of its own).
@@ -76,6 +79,7 @@ class Mailbox {
     Fifo<Message> sends;     // posted, not yet matched
     Fifo<Receive> receives;  // posted, not yet matched
   };
+  static void arrive_event(void* mailbox, uint64_t message);
   void arrive(Message& m);
   static void check_sizes(const Message& m, const Receive& r);
 
@@ -89,9 +93,21 @@ class Mailbox {
     }
   };
 
+  // The queue of `key` (an index into queues_), made if there is none.
+  uint32_t queue_of(const MatchKey& key);
+
   World& world_;
-  // Only looked up, inserted into and erased from, never iterated: its order cannot leak into a run.
-  std::unordered_map<MatchKey, Queue, KeyHash> queues_;
+  BlockLists::Owned blocks_;  // for the Message and Receive records
+  // The keys that have had a queue since the last sweep: a key used again (every step of a collective
+  // uses the same few keys) finds its queue without inserting anything. Once the table has grown to
+  // sweep_at_ keys, the keys whose queues are empty are dropped (an absent key and an empty queue match
+  // alike, so dropping them changes no match); the table is otherwise only looked up and inserted
+  // into, never iterated: its order cannot leak into a run.
+  FlatMap<MatchKey, uint32_t, KeyHash> queue_index_;
+  std::vector<Queue> queues_;  // by index; those on free_queues_ are empty
+  std::vector<uint32_t> free_queues_;
+  size_t sweep_at_ = kMinSweep;
+  static constexpr size_t kMinSweep = 4096;
 };
 
 class SimTransport final : public Transport {

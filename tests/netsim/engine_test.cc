@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <random>
+#include <set>
+#include <tuple>
 #include <vector>
 
 #include "core/check.h"
@@ -71,6 +75,151 @@ TEST(Engine, ManyEventsWithCancellationsComeOutSorted) {
     e.step();
   EXPECT_EQ(seen.size(), 1000u - 334u);
   EXPECT_TRUE(std::is_sorted(seen.begin(), seen.end()));
+}
+
+// A script of events that schedule further events, run on an Engine and on a reference queue (a sorted
+// set of (time, sequence)): both must run the same events at the same times in the same order. Each
+// event draws its children from a generator seeded by its own id, so the script does not depend on the
+// order it runs in. Children are posted (no handle) after one of 11 recurring delays (more than the
+// engine has lanes, so some share the heap) or an arbitrary one, or scheduled with a handle at an
+// arbitrary time; some events cancel a pending scheduled one.
+class ScriptedEvents {
+ public:
+  explicit ScriptedEvents(uint32_t seed) : seed_(seed) {}
+
+  // (time, id) of every event, in the order the engine ran them.
+  std::vector<std::pair<int64_t, int>> run_engine() {
+    Engine engine;
+    std::map<int, EventQueue::Handle> handles;
+    std::vector<std::pair<int64_t, int>> ran;
+    struct Context {
+      ScriptedEvents* script;
+      Engine* engine;
+      std::map<int, EventQueue::Handle>* handles;
+      std::vector<std::pair<int64_t, int>>* ran;
+      Callback::Fn run;
+    } context{this, &engine, &handles, &ran, nullptr};
+    context.run = [](void* object, uint64_t argument) {
+      Context& c = *static_cast<Context*>(object);
+      const int id = static_cast<int>(argument);
+      c.handles->erase(id);
+      c.ran->emplace_back(c.engine->now().nanoseconds(), id);
+      for (const Child& child : c.script->children(id, c.engine->now().nanoseconds())) {
+        const Callback callback{c.run, object, static_cast<uint64_t>(child.id)};
+        if (child.cancel >= 0) {
+          auto it = c.handles->find(child.cancel);
+          if (it != c.handles->end()) {
+            EXPECT_TRUE(c.engine->cancel(it->second));
+            c.handles->erase(it);
+          }
+        } else if (child.posted) {
+          c.engine->post(Time::ns(child.at - c.engine->now().nanoseconds()), callback, child.recurring);
+        } else {
+          (*c.handles)[child.id] = c.engine->at(Time::ns(child.at), callback);
+        }
+      }
+    };
+    engine.post(Time::zero(), {context.run, &context, 0});
+    while (!engine.idle())
+      engine.step();
+    EXPECT_EQ(engine.events_processed(), ran.size());
+    return ran;
+  }
+
+  std::vector<std::pair<int64_t, int>> run_reference() {
+    std::set<std::tuple<int64_t, uint64_t, int>> queue;  // (time, sequence, id)
+    std::map<int, std::tuple<int64_t, uint64_t, int>> cancellable;
+    uint64_t sequence = 0;
+    std::vector<std::pair<int64_t, int>> ran;
+    queue.insert({0, sequence++, 0});
+    while (!queue.empty()) {
+      const auto [now, s, id] = *queue.begin();
+      queue.erase(queue.begin());
+      cancellable.erase(id);
+      ran.emplace_back(now, id);
+      for (const Child& child : children(id, now)) {
+        if (child.cancel >= 0) {
+          auto it = cancellable.find(child.cancel);
+          if (it != cancellable.end()) {
+            queue.erase(it->second);
+            cancellable.erase(it);
+          }
+          continue;
+        }
+        const std::tuple<int64_t, uint64_t, int> key{child.at, sequence++, child.id};
+        queue.insert(key);
+        if (!child.posted) cancellable[child.id] = key;
+      }
+    }
+    return ran;
+  }
+
+ private:
+  struct Child {
+    int id = -1;
+    int64_t at = 0;
+    bool posted = false;
+    bool recurring = false;  // posted after one of the recurring delays
+    int cancel = -1;         // >= 0: cancel the scheduled event with this id instead
+  };
+  // The children of event `id`, run at `now`: ids are handed out in order of creation, so the same run
+  // order gives the same ids.
+  std::vector<Child> children(int id, int64_t now) {
+    std::mt19937 gen(seed_ * 7919u + static_cast<uint32_t>(id));
+    std::vector<Child> out;
+    if (next_id_ > 3000) return out;
+    const int n = id == 0 ? 30 : 1 + static_cast<int>(gen() % 3);
+    for (int k = 0; k < n; ++k) {
+      Child c;
+      const uint32_t kind = gen() % 10;
+      if (kind == 0 && id > 0) {
+        c.cancel = static_cast<int>(gen() % static_cast<uint32_t>(id + 1)) + id / 2;
+      } else {
+        c.id = next_id_++;
+        if (kind < 6) {
+          static constexpr int64_t kDelays[] = {0, 0, 0, 5, 7, 11, 13, 17, 19, 23, 29, 31};
+          c.posted = c.recurring = true;
+          c.at = now + kDelays[gen() % 12];
+        } else {
+          c.posted = kind == 6;
+          c.at = now + static_cast<int64_t>(gen() % 40);
+        }
+      }
+      out.push_back(c);
+    }
+    return out;
+  }
+
+  uint32_t seed_;
+  int next_id_ = 1;
+};
+
+TEST(Engine, LanesAndTheHeapTogetherRunEventsInTimeThenSchedulingOrder) {
+  for (uint32_t seed = 1; seed <= 5; ++seed) {
+    const auto engine = ScriptedEvents(seed).run_engine();
+    const auto reference = ScriptedEvents(seed).run_reference();
+    EXPECT_GT(engine.size(), 1000u);
+    EXPECT_EQ(engine, reference) << "seed " << seed;
+  }
+}
+
+TEST(Engine, PeekShowsTheCallbackThatRunsNext) {
+  Engine e;
+  int ran = 0;
+  const Callback::Fn count = [](void* object, uint64_t argument) {
+    *static_cast<int*>(object) += static_cast<int>(argument);
+  };
+  e.at(Time::ns(9), Callback{count, &ran, 100});
+  e.post(Time::ns(4), Callback{count, &ran, 10}, true);
+  e.post(Time::zero(), Callback{count, &ran, 1});
+  EXPECT_EQ(e.peek().argument, 1u);
+  e.step();
+  EXPECT_EQ(e.peek().argument, 10u);
+  e.step();
+  EXPECT_EQ(e.peek().argument, 100u);
+  e.step();
+  EXPECT_EQ(ran, 111);
+  EXPECT_EQ(e.peek().fn, nullptr);
 }
 
 TEST(Engine, SchedulingInThePastIsABug) {
