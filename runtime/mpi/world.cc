@@ -144,9 +144,13 @@ int MpiWorld::size() const {
 }
 
 void MpiWorld::run(const std::function<void(RankContext&)>& body) {
+  guard([&] { body(*context_); });
+}
+
+void MpiWorld::guard(const std::function<void()>& work) {
   std::string error;
   try {
-    body(*context_);
+    work();
     return;
   } catch (const ConfigError& e) {
     error = e.what();

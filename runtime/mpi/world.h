@@ -44,6 +44,8 @@ class MpiWorld {
   // job ends as any config error does. A rank whose ConfigError the other ranks do not all share
   // within 10 seconds aborts the job.
   void run(const std::function<void(RankContext&)>& body);
+  // run()'s error handling around any work of this rank (NcclWorld runs its own context through it).
+  void guard(const std::function<void()>& work);
 
   // Whether this process was started by mpirun (Open MPI's or PMIx's environment is present).
   static bool launched_by_mpirun();

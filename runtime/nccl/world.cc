@@ -153,19 +153,11 @@ int NcclWorld::device() const {
 
 void NcclWorld::run(const std::function<void(RankContext&)>& body) {
   context_->lanes().set_compute_thread(std::this_thread::get_id());
-  std::string error;
-  try {
+  // As under MPI: a config error every rank shares is thrown on every rank; anything else aborts the job.
+  mpi_->guard([&] {
     use_device(device());
     body(*context_);
-    return;
-  } catch (const std::exception& e) {
-    error = e.what();
-  } catch (...) {
-    error = "unknown exception";
-  }
-  std::fprintf(stderr, "rank %d: %s\n", rank(), error.c_str());
-  std::fflush(stderr);
-  MPI_Abort(MPI_COMM_WORLD, 1);
+  });
 }
 
 }  // namespace bagua::runtime::nccl
