@@ -1,4 +1,5 @@
-// Allreduce entry points: the algorithm switch, the average, and the algorithms' names.
+// Allreduce entry points: the algorithm switch, the average, and the algorithms' names (allreduce,
+// broadcast, reduce, intra-host phases).
 #include <string>
 
 #include "core/check.h"
@@ -12,6 +13,9 @@ namespace {
 constexpr AllreduceAlgo kAllreduceAlgos[] = {AllreduceAlgo::kRing, AllreduceAlgo::kTree,
                                              AllreduceAlgo::kHalvingDoubling, AllreduceAlgo::kNative};
 constexpr BroadcastAlgo kBroadcastAlgos[] = {BroadcastAlgo::kBinomial, BroadcastAlgo::kChain};
+constexpr ReduceAlgo kReduceAlgos[] = {ReduceAlgo::kBinomial, ReduceAlgo::kChain};
+constexpr IntraHostAlgo kIntraHostAlgos[] = {IntraHostAlgo::kAuto, IntraHostAlgo::kBinomial,
+                                             IntraHostAlgo::kChain};
 
 void check_average_dtype(const BufferView& data, const char* who) {
   if (data.dtype() != DType::kF32 && data.dtype() != DType::kF64)
@@ -64,6 +68,42 @@ BroadcastAlgo parse_broadcast_algo(std::string_view name) {
     if (to_string(a) == name) return a;
   throw ConfigError("broadcast algorithm '" + std::string(name) +
                     "' is unknown (expected binomial or chain)");
+}
+
+std::string to_string(ReduceAlgo algo) {
+  switch (algo) {
+    case ReduceAlgo::kBinomial:
+      return "binomial";
+    case ReduceAlgo::kChain:
+      return "chain";
+  }
+  return "?";
+}
+
+ReduceAlgo parse_reduce_algo(std::string_view name) {
+  for (ReduceAlgo a : kReduceAlgos)
+    if (to_string(a) == name) return a;
+  throw ConfigError("reduce algorithm '" + std::string(name) +
+                    "' is unknown (expected binomial or chain)");
+}
+
+std::string to_string(IntraHostAlgo algo) {
+  switch (algo) {
+    case IntraHostAlgo::kAuto:
+      return "auto";
+    case IntraHostAlgo::kBinomial:
+      return "binomial";
+    case IntraHostAlgo::kChain:
+      return "chain";
+  }
+  return "?";
+}
+
+IntraHostAlgo parse_intra_host_algo(std::string_view name) {
+  for (IntraHostAlgo a : kIntraHostAlgos)
+    if (to_string(a) == name) return a;
+  throw ConfigError("intra-host algorithm '" + std::string(name) +
+                    "' is unknown (expected auto, binomial or chain)");
 }
 
 void allreduce(Transport& transport, const BufferView& data, ReduceOp op, Tag tag, AllreduceAlgo algo) {

@@ -31,9 +31,17 @@
 //   allreduce, halving-doubling, P = P'       2 lg P                       2(P-1) S/P
 //   allreduce, halving-doubling, P > P'       2 lg P' + 2                  2(P'-1) S/P' + S
 //   reduce, binomial, k segments              floor(lg P) + k-1            S
+//   reduce, chain, k segments                 P + k-2                      S
 //   broadcast, binomial, k segments           k ceil(lg P)                 ceil(lg P) S  (the root)
 //   broadcast, chain, k segments              P + k-2                      S
 //   alltoall, pairwise exchange               P-1                          (P-1) S/P
+//   Hierarchical, intra-host chains of k segments (Q >= 3; chosen when S >= Q x segment, see
+//   IntraHostOptions):
+//   hierarchical allreduce                    2(Q + k-2) + 2(H-1)          max(2S, S + 2(H-1) S/H)
+//   hierarchical reduce_scatter               (Q + k-2) + (H-1) + (Q-1)    S
+//   hierarchical allgather                    1 + (H-1) + (Q + k-2)        S + max((H-1) S/H, S/P)
+//   hierarchical broadcast, root a leader     ceil(lg H) + (Q + k-2)       (ceil(lg H) + 1) S
+//   Hierarchical, intra-host binomial trees, unsegmented (smaller buffers, or Q <= 2):
 //   hierarchical allreduce                    floor(lg Q) + 2(H-1)         2(H-1) S/H + ceil(lg Q) S
 //                                               + ceil(lg Q)
 //   hierarchical reduce_scatter               floor(lg Q) + (H-1) + (Q-1)  S if Q > 1, else (H-1) S/H
@@ -99,6 +107,10 @@ enum class BroadcastAlgo : uint8_t { kBinomial, kChain };
 std::string to_string(BroadcastAlgo algo);  // "binomial", "chain"
 BroadcastAlgo parse_broadcast_algo(std::string_view name);
 
+enum class ReduceAlgo : uint8_t { kBinomial, kChain };
+std::string to_string(ReduceAlgo algo);  // "binomial", "chain"
+ReduceAlgo parse_reduce_algo(std::string_view name);
+
 // ---- Flat collectives ----------------------------------------------------------------------------
 
 // data := op over all ranks of data. kNative asks the transport for its own allreduce and runs kRing
@@ -132,11 +144,15 @@ void allgather(Transport& transport, const BufferView& data, Tag tag);
 void broadcast(Transport& transport, const BufferView& data, int root, Tag tag,
                BroadcastAlgo algo = BroadcastAlgo::kBinomial, size_t segment_elements = 0);
 
-// Binomial tree, in segments of at most `segment_elements` elements (0: one segment; a rank needs
-// scratch of one segment per child in the tree, so segments also bound its memory). Afterwards root's
-// data holds the reduction over all ranks; other ranks' data holds partial reductions (scratch).
+// Afterwards root's data holds the reduction over all ranks; other ranks' data holds partial reductions
+// (scratch). The data moves in segments of at most `segment_elements` elements (0: one segment).
+// kBinomial: a binomial tree (a rank needs scratch of one segment per child in the tree, so segments
+// also bound its memory). kChain: the mirror of the chain broadcast, a pipeline along ranks root - 1,
+// root - 2, ..., root, each rank adding its own data to the segment before passing it on (for large
+// buffers: every rank sends S once, and k segments overlap the P - 1 hops; scratch of two segments).
+// Both reduce in a fixed order, the same in every run.
 void reduce(Transport& transport, const BufferView& data, int root, ReduceOp op, Tag tag,
-            size_t segment_elements = 0);
+            size_t segment_elements = 0, ReduceAlgo algo = ReduceAlgo::kBinomial);
 
 // Pairwise exchange. Chunk i of rank src's `send` lands in chunk src of rank i's `recv`. Both buffers
 // have the same dtype and count, the count divisible by P (so that every chunk has one size), and must
@@ -145,13 +161,57 @@ void alltoall(Transport& transport, const BufferView& send, const BufferView& re
 
 // ---- Hierarchical (two-level) collectives --------------------------------------------------------
 
+// How the two-level collectives reduce onto a host's leader and broadcast from it.
+//   kChain     pipelined chains (ReduceAlgo::kChain, BroadcastAlgo::kChain) in segments of `segment`
+//              bytes, as NCCL runs ncclReduce and ncclBroadcast (its ring algorithm), the two calls of
+//              Bagua's hierarchical mode for its intra-host phases.
+//   kBinomial  binomial trees, unsegmented: lg Q steps of the whole buffer, but fewer latencies, so
+//              better for small buffers.
+//   kAuto      by size, the idea of NCCL's tuner, which picks tree or ring per call as the one of least
+//              predicted time for the message size (ncclTopoGetAlgoTime in src/graph/tuning.cc, latency
+//              + bytes / bandwidth): a chain when the host has Q >= 3 ranks and the buffer fills at
+//              least Q segments (S >= Q x segment, so k >= Q), binomial trees otherwise. At k = Q the
+//              chain moves 2Q - 2 segments = (2 - 2/Q) S along its critical path, while ceil(lg Q) S
+//              crosses the root's link in a binomial tree (a binomial reduce's root receives it, a
+//              binomial broadcast's root sends it): the chain wins on bandwidth from Q = 3 on, and on
+//              two ranks it is only the same hop cut in pieces.
+//              docs/algorithms.md, "Intra-host phases", works the rule out on the paper's NVLink hosts.
+enum class IntraHostAlgo : uint8_t { kAuto, kBinomial, kChain };
+std::string to_string(IntraHostAlgo algo);  // "auto", "binomial", "chain"
+IntraHostAlgo parse_intra_host_algo(std::string_view name);
+
+struct IntraHostOptions {
+  IntraHostAlgo algo = IntraHostAlgo::kAuto;
+  // The chains' segment: NCCL's step for its Simple protocol, NCCL_BUFFSIZE / NCCL_STEPS = 4 MiB / 8 =
+  // 512 KiB (DEFAULT_BUFFSIZE (1 << 22) in src/init.cc; NCCL_STEPS 8 in src/include/device.h;
+  // stepSize = buffSize / NCCL_STEPS in src/enqueue.cc), and its ring reduce and broadcast move one
+  // step per chunk (REDUCE_CHUNKSTEPS = BROADCAST_CHUNKSTEPS = 1 in src/include/collectives.h).
+  // Rounded down to whole elements (at least one). Must be > 0.
+  Bytes segment = Bytes(int64_t{512} * 1024);
+};
+
+// What an intra-host phase runs for `count` elements of `element_bytes` bytes each on a host of
+// `ranks` ranks: a chain in `segments` segments of `segment_elements` elements, or (chain false)
+// binomial trees, unsegmented (segment_elements 0, segments 1). Throws ConfigError for a segment of
+// 0 bytes or less.
+struct IntraHostPlan {
+  bool chain = false;
+  size_t segment_elements = 0;
+  int64_t segments = 1;
+  bool operator==(const IntraHostPlan&) const = default;
+};
+IntraHostPlan plan_intra_host(const IntraHostOptions& options, int ranks, size_t count,
+                              size_t element_bytes);
+
 // The two groups of a two-level collective, built once from a world and reused: the ranks of this
 // rank's host (intra; its rank 0, the lowest world rank on the host, is the host's *leader*) and the
 // leaders of all hosts (leaders, numbered by host; null on ranks that are not leaders). Building it is
 // collective: every rank of the world constructs one, in the same order relative to its other subgroup
-// calls. Hosts may hold different numbers of ranks.
+// calls. Hosts may hold different numbers of ranks. `intra_host` says how the intra-host phases run
+// (validated here: ConfigError for a segment <= 0); it may be changed between calls, the same on every
+// rank.
 struct HierarchicalGroups {
-  explicit HierarchicalGroups(Transport& world);
+  explicit HierarchicalGroups(Transport& world, IntraHostOptions intra_host = {});
   HierarchicalGroups(HierarchicalGroups&&) noexcept = default;
   HierarchicalGroups& operator=(HierarchicalGroups&&) noexcept = default;
 
@@ -163,9 +223,17 @@ struct HierarchicalGroups {
   int world_rank = 0;
   std::unique_ptr<Transport> intra;
   std::unique_ptr<Transport> leaders;
+  IntraHostOptions intra_host;
 };
 
+// The intra-host phases on their own, as plan_intra_host picks them from groups.intra_host for this
+// host's ranks and the buffer's size. Reduce onto the host's leader (the other ranks' data is left
+// holding partial reductions), and broadcast the leader's data over the host.
+void intra_host_reduce(HierarchicalGroups& groups, const BufferView& data, ReduceOp op, Tag tag);
+void intra_host_broadcast(HierarchicalGroups& groups, const BufferView& data, Tag tag);
+
 // Intra-host reduce to the leader, flat `algo` allreduce among leaders, intra-host broadcast.
+// The intra-host phases of all four two-level forms are intra_host_reduce and intra_host_broadcast.
 void hierarchical_allreduce(HierarchicalGroups& groups, const BufferView& data, ReduceOp op, Tag tag,
                             AllreduceAlgo algo = AllreduceAlgo::kRing);
 void hierarchical_allreduce_average(HierarchicalGroups& groups, const BufferView& data, Tag tag,
@@ -179,7 +247,7 @@ void hierarchical_reduce_scatter(HierarchicalGroups& groups, const BufferView& d
 // broadcast.
 void hierarchical_allgather(HierarchicalGroups& groups, const BufferView& data, Tag tag);
 // `root` is a world rank. A root that is not its host's leader first sends the data to that leader; the
-// leaders broadcast from root's host (binomial), then every leader broadcasts over its host (binomial).
+// leaders broadcast from root's host (binomial), then every leader broadcasts over its host.
 void hierarchical_broadcast(HierarchicalGroups& groups, const BufferView& data, int root, Tag tag);
 
 }  // namespace bagua::collectives

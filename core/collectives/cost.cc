@@ -74,6 +74,22 @@ WireCost reduce_cost(int ranks, Bytes size, int segments) {
   return {floor_log2(ranks) + segments - 1, size};
 }
 
+WireCost reduce_cost(ReduceAlgo algo, int ranks, Bytes size, int segments) {
+  check_shape(ranks, size, "reduce_cost");
+  if (nothing_moves(ranks, size)) return {};
+  switch (algo) {
+    case ReduceAlgo::kBinomial:
+      return reduce_cost(ranks, size, segments);
+    case ReduceAlgo::kChain:
+      // The chain broadcast's mirror: the far end (P - 1 ranks from the root) sends segment j at step
+      // j + 1, and every rank i hops from the root sends it one step after receiving it, at step
+      // (P - 1 - i) + j + 1; the root receives the last segment from rank 1 at step P + k - 2. Every
+      // rank but the root sends S once.
+      return {ranks + segments - 2, size};
+  }
+  return {};
+}
+
 WireCost broadcast_cost(BroadcastAlgo algo, int ranks, Bytes size, int segments) {
   check_shape(ranks, size, "broadcast_cost");
   if (nothing_moves(ranks, size)) return {};
@@ -131,46 +147,92 @@ WireCost alltoall_cost(int ranks, Bytes size) {
   return {ranks - 1, chunk * (ranks - 1)};
 }
 
-WireCost hierarchical_allreduce_cost(int hosts, int ranks_per_host, Bytes size) {
-  check_shape(hosts * ranks_per_host, size, "hierarchical_allreduce_cost");
-  if (size.count() == 0) return {};
-  const WireCost up = reduce_cost(ranks_per_host, size);
-  const WireCost across = ring_allreduce_cost(hosts, size);
-  const WireCost down = broadcast_cost(BroadcastAlgo::kBinomial, ranks_per_host, size);
-  // A leader sends the ring's bytes and the root's share of the host broadcast; no other rank sends
-  // more.
-  return {up.steps + across.steps + down.steps, across.sent + down.sent};
+namespace {
+
+// The intra-host phases of a two-level form on a host of `ranks` ranks, for S = `size` bytes: the
+// plan, and the cost of the reduce onto the leader and of the broadcast from it.
+struct IntraHostCost {
+  IntraHostPlan plan;
+  WireCost up;
+  WireCost down;
+};
+
+IntraHostCost intra_host_cost(int ranks, Bytes size, const IntraHostOptions& options) {
+  // plan_intra_host over bytes (elements of one byte) gives the same plan as over elements whenever
+  // the segment is a whole number of elements.
+  IntraHostCost cost;
+  cost.plan = plan_intra_host(options, ranks, static_cast<size_t>(size.count()), 1);
+  const int segments = static_cast<int>(cost.plan.segments);
+  if (cost.plan.chain) {
+    cost.up = reduce_cost(ReduceAlgo::kChain, ranks, size, segments);
+    cost.down = broadcast_cost(BroadcastAlgo::kChain, ranks, size, segments);
+  } else {
+    cost.up = reduce_cost(ReduceAlgo::kBinomial, ranks, size);
+    cost.down = broadcast_cost(BroadcastAlgo::kBinomial, ranks, size);
+  }
+  return cost;
 }
 
-WireCost hierarchical_reduce_scatter_cost(int hosts, int ranks_per_host, Bytes size) {
+}  // namespace
+
+WireCost hierarchical_allreduce_cost(int hosts, int ranks_per_host, Bytes size,
+                                     const IntraHostOptions& intra_host) {
+  check_shape(hosts * ranks_per_host, size, "hierarchical_allreduce_cost");
+  if (size.count() == 0) return {};
+  const IntraHostCost intra = intra_host_cost(ranks_per_host, size, intra_host);
+  const WireCost across = ring_allreduce_cost(hosts, size);
+  const int64_t steps = intra.up.steps + across.steps + intra.down.steps;
+  if (!intra.plan.chain) {
+    // A leader sends the ring's bytes and the root's share of the host broadcast; no other rank sends
+    // more (a binomial tree's inner rank sends S up and at most ceil(lg Q) - 1 times S down).
+    return {steps, across.sent + intra.down.sent};
+  }
+  // Chains: a leader sends the ring's bytes and S down the chain; a rank inside the chain (Q >= 3)
+  // sends S up and S down.
+  const Bytes leader = across.sent + (ranks_per_host >= 2 ? size : Bytes(0));
+  const Bytes inner = ranks_per_host >= 3 ? size * 2 : Bytes(0);
+  return {steps, std::max(leader, inner)};
+}
+
+WireCost hierarchical_reduce_scatter_cost(int hosts, int ranks_per_host, Bytes size,
+                                          const IntraHostOptions& intra_host) {
   const int ranks = hosts * ranks_per_host;
   const Bytes chunk = per_rank(ranks, size, "hierarchical_reduce_scatter_cost");
   if (size.count() == 0) return {};
-  const WireCost up = reduce_cost(ranks_per_host, size);
+  const WireCost up = intra_host_cost(ranks_per_host, size, intra_host).up;
   const WireCost across = ring_reduce_scatter_cost(hosts, size);
-  // The leader hands Q - 1 chunks out one after another; a non-leader sends its whole buffer up once.
+  // The leader hands Q - 1 chunks out one after another; a non-leader sends its whole buffer up once
+  // (in a binomial tree and in a chain alike).
   const Bytes leader = across.sent + chunk * (ranks_per_host - 1);
   const Bytes other = ranks_per_host > 1 ? size : Bytes(0);
   return {up.steps + across.steps + (ranks_per_host - 1), std::max(leader, other)};
 }
 
-WireCost hierarchical_allgather_cost(int hosts, int ranks_per_host, Bytes size) {
+WireCost hierarchical_allgather_cost(int hosts, int ranks_per_host, Bytes size,
+                                     const IntraHostOptions& intra_host) {
   const int ranks = hosts * ranks_per_host;
-  per_rank(ranks, size, "hierarchical_allgather_cost");
+  const Bytes chunk = per_rank(ranks, size, "hierarchical_allgather_cost");
   if (size.count() == 0) return {};
   // The local ranks' chunks reach the leader in one step (all at once).
   const int gather_steps = ranks_per_host > 1 ? 1 : 0;
   const WireCost across = ring_allgather_cost(hosts, size);
-  const WireCost down = broadcast_cost(BroadcastAlgo::kBinomial, ranks_per_host, size);
-  return {gather_steps + across.steps + down.steps, across.sent + down.sent};
+  const IntraHostCost intra = intra_host_cost(ranks_per_host, size, intra_host);
+  const int64_t steps = gather_steps + across.steps + intra.down.steps;
+  if (!intra.plan.chain) return {steps, across.sent + intra.down.sent};
+  // Chain: the leader sends the ring's bytes and S; a rank inside the chain its chunk and S.
+  const Bytes leader = across.sent + (ranks_per_host >= 2 ? size : Bytes(0));
+  const Bytes inner = ranks_per_host >= 3 ? chunk + size : Bytes(0);
+  return {steps, std::max(leader, inner)};
 }
 
-WireCost hierarchical_broadcast_cost(int hosts, int ranks_per_host, Bytes size) {
+WireCost hierarchical_broadcast_cost(int hosts, int ranks_per_host, Bytes size,
+                                     const IntraHostOptions& intra_host) {
   check_shape(hosts * ranks_per_host, size, "hierarchical_broadcast_cost");
   if (size.count() == 0) return {};
   const WireCost across = broadcast_cost(BroadcastAlgo::kBinomial, hosts, size);
-  const WireCost down = broadcast_cost(BroadcastAlgo::kBinomial, ranks_per_host, size);
-  // The root, a leader, sends to the other leaders, then over its own host.
+  const WireCost down = intra_host_cost(ranks_per_host, size, intra_host).down;
+  // The root, a leader, sends to the other leaders, then over its own host (a binomial tree's root
+  // or a chain's head sends the most there).
   return {across.steps + down.steps, across.sent + down.sent};
 }
 

@@ -33,15 +33,22 @@ WireCost tree_allreduce_cost(int ranks, Bytes size, int segments = 1);
 WireCost halving_doubling_allreduce_cost(int ranks, Bytes size);
 // kNative is costed as the ring it falls back to.
 WireCost allreduce_cost(AllreduceAlgo algo, int ranks, Bytes size);
-WireCost reduce_cost(int ranks, Bytes size, int segments = 1);
+WireCost reduce_cost(int ranks, Bytes size, int segments = 1);  // binomial
+WireCost reduce_cost(ReduceAlgo algo, int ranks, Bytes size, int segments = 1);
 WireCost broadcast_cost(BroadcastAlgo algo, int ranks, Bytes size, int segments = 1);
 WireCost alltoall_cost(int ranks, Bytes size);
 
 // Two-level forms on `hosts` hosts of `ranks_per_host` ranks each, numbered host by host, with a ring
-// among the leaders; the broadcast's root is a host leader.
-WireCost hierarchical_allreduce_cost(int hosts, int ranks_per_host, Bytes size);
-WireCost hierarchical_reduce_scatter_cost(int hosts, int ranks_per_host, Bytes size);
-WireCost hierarchical_allgather_cost(int hosts, int ranks_per_host, Bytes size);
-WireCost hierarchical_broadcast_cost(int hosts, int ranks_per_host, Bytes size);
+// among the leaders; the broadcast's root is a host leader. The intra-host phases are the ones
+// plan_intra_host picks from `intra_host` for S bytes (the segment taken to be a whole number of
+// elements, as the default 512 KiB is for every dtype).
+WireCost hierarchical_allreduce_cost(int hosts, int ranks_per_host, Bytes size,
+                                     const IntraHostOptions& intra_host = {});
+WireCost hierarchical_reduce_scatter_cost(int hosts, int ranks_per_host, Bytes size,
+                                          const IntraHostOptions& intra_host = {});
+WireCost hierarchical_allgather_cost(int hosts, int ranks_per_host, Bytes size,
+                                     const IntraHostOptions& intra_host = {});
+WireCost hierarchical_broadcast_cost(int hosts, int ranks_per_host, Bytes size,
+                                     const IntraHostOptions& intra_host = {});
 
 }  // namespace bagua::collectives

@@ -37,10 +37,46 @@ size_t count_of(const std::vector<BufferView>& runs) {
   return n;
 }
 
+void check_options(const IntraHostOptions& options) {
+  if (options.segment.count() <= 0)
+    throw ConfigError("intra_host.segment must be > 0 bytes, got " +
+                      std::to_string(options.segment.count()));
+}
+
 }  // namespace
 
-HierarchicalGroups::HierarchicalGroups(Transport& world)
-    : layout(host_layout(world)), world_size(world.size()), world_rank(world.rank()) {
+IntraHostPlan plan_intra_host(const IntraHostOptions& options, int ranks, size_t count,
+                              size_t element_bytes) {
+  // `segment_elements`: the segment in whole elements, at least one; `segments` = k, the number of
+  // segments the buffer fills (the last may be short). kAuto takes the chain for ranks >= 3 and a
+  // buffer of at least `ranks` whole segments (see IntraHostAlgo).
+  check_options(options);
+  BAGUA_CHECK(element_bytes >= 1, "plan_intra_host: element_bytes = " + std::to_string(element_bytes));
+  const size_t segment_elements =
+      std::max<size_t>(1, static_cast<size_t>(options.segment.count()) / element_bytes);
+  bool chain = false;
+  switch (options.algo) {
+    case IntraHostAlgo::kAuto:
+      chain = ranks >= 3 && count >= static_cast<size_t>(ranks) * segment_elements;
+      break;
+    case IntraHostAlgo::kBinomial:
+      chain = false;
+      break;
+    case IntraHostAlgo::kChain:
+      chain = true;
+      break;
+  }
+  if (!chain) return {};
+  const size_t segments = count == 0 ? 1 : (count + segment_elements - 1) / segment_elements;
+  return {true, segment_elements, static_cast<int64_t>(segments)};
+}
+
+HierarchicalGroups::HierarchicalGroups(Transport& world, IntraHostOptions intra_host_options)
+    : layout(host_layout(world)),
+      world_size(world.size()),
+      world_rank(world.rank()),
+      intra_host(intra_host_options) {
+  check_options(intra_host);
   intra = world.subgroup(layout.hosts[static_cast<size_t>(layout.my_host)]);
   if (layout.local_rank == 0) {
     std::vector<int> heads;
@@ -50,27 +86,54 @@ HierarchicalGroups::HierarchicalGroups(Transport& world)
   }
 }
 
+void intra_host_reduce(HierarchicalGroups& groups, const BufferView& data, ReduceOp op, Tag tag) {
+  // The `plan` for this host's ranks and this buffer: a chain towards the leader (rank 0 of the host)
+  // in segments, or a binomial tree, unsegmented.
+  Transport& intra = *groups.intra;
+  const IntraHostPlan plan =
+      plan_intra_host(groups.intra_host, intra.size(), data.count(), size_of(data.dtype()));
+  if (plan.chain) {
+    reduce(intra, data, 0, op, tag, plan.segment_elements, ReduceAlgo::kChain);
+  } else {
+    reduce(intra, data, 0, op, tag, 0, ReduceAlgo::kBinomial);
+  }
+}
+
+void intra_host_broadcast(HierarchicalGroups& groups, const BufferView& data, Tag tag) {
+  // As intra_host_reduce, from the leader outwards.
+  Transport& intra = *groups.intra;
+  const IntraHostPlan plan =
+      plan_intra_host(groups.intra_host, intra.size(), data.count(), size_of(data.dtype()));
+  if (plan.chain) {
+    broadcast(intra, data, 0, tag, BroadcastAlgo::kChain, plan.segment_elements);
+  } else {
+    broadcast(intra, data, 0, tag, BroadcastAlgo::kBinomial, 0);
+  }
+}
+
 void hierarchical_allreduce(HierarchicalGroups& groups, const BufferView& data, ReduceOp op, Tag tag,
                             AllreduceAlgo algo) {
-  // Each host reduces onto its leader (binomial tree over the host's ranks), the leaders allreduce
-  // among themselves with `algo`, and each leader broadcasts the result over its host (binomial tree).
+  // Each host reduces onto its leader (intra_host_reduce: a chain or a binomial tree over the host's
+  // ranks), the leaders allreduce among themselves with `algo`, and each leader broadcasts the result
+  // over its host (intra_host_broadcast).
   if (data.count() == 0) return;
-  reduce(*groups.intra, data, 0, op, tag);
+  intra_host_reduce(groups, data, op, tag);
   if (groups.is_leader()) allreduce(*groups.leaders, data, op, tag, algo);
-  broadcast(*groups.intra, data, 0, tag);
+  intra_host_broadcast(groups, data, tag);
 }
 
 void hierarchical_reduce_scatter(HierarchicalGroups& groups, const BufferView& data, ReduceOp op,
                                  Tag tag) {
   // The data is cut into one `chunk` per world rank (world chunking); a host's `block` is the chunks of
-  // its ranks. Each host first reduces the whole buffer onto its leader. The leaders then run a ring
+  // its ranks. Each host first reduces the whole buffer onto its leader (intra_host_reduce). The
+  // leaders then run a ring
   // reduce-scatter over blocks: leader h sends to the `right` leader h + 1 and receives from the `left`
   // h - 1; in `step` s = 0 .. hosts - 2 it sends block h - s - 1 and receives block h - s - 2 into
   // `incoming`, reducing it in, so that it ends with its own block complete. Last, the leader hands
   // each rank of its host that rank's chunk.
   if (data.count() == 0) return;
   const Chunking chunks(data, groups.world_size);
-  reduce(*groups.intra, data, 0, op, tag);
+  intra_host_reduce(groups, data, op, tag);
   if (groups.is_leader()) {
     Transport& leaders = *groups.leaders;
     const int hosts = groups.hosts();
@@ -115,7 +178,7 @@ void hierarchical_allgather(HierarchicalGroups& groups, const BufferView& data, 
   // rank hands its chunk to its leader, which thus holds its host's block. The leaders run a ring
   // allgather over blocks (`right` = host + 1, `left` = host - 1; in `step` s leader h forwards block
   // h - s and receives block h - s - 1 in place), and each leader broadcasts the whole buffer over its
-  // host.
+  // host (intra_host_broadcast).
   if (data.count() == 0) return;
   const Chunking chunks(data, groups.world_size);
   const std::vector<int>& host_ranks = groups.layout.hosts[static_cast<size_t>(groups.layout.my_host)];
@@ -146,14 +209,14 @@ void hierarchical_allgather(HierarchicalGroups& groups, const BufferView& data, 
   } else {
     groups.intra->send(chunks.chunk(groups.world_rank), 0, tag);
   }
-  broadcast(*groups.intra, data, 0, tag);
+  intra_host_broadcast(groups, data, tag);
 }
 
 void hierarchical_broadcast(HierarchicalGroups& groups, const BufferView& data, int root, Tag tag) {
   // The `root_host` is the host of world rank `root`, `root_local` its place there. If the root is not
   // its host's leader it first sends the data to that leader; the leaders broadcast from root_host's
-  // leader (binomial tree); every leader then broadcasts over its host (binomial tree; the root
-  // receives its own data back).
+  // leader (binomial tree); every leader then broadcasts over its host (intra_host_broadcast; the
+  // root receives its own data back).
   if (root < 0 || root >= groups.world_size)
     throw ConfigError("hierarchical_broadcast: root " + std::to_string(root) + " outside a world of " +
                       std::to_string(groups.world_size) + " ranks (rank " +
@@ -174,7 +237,7 @@ void hierarchical_broadcast(HierarchicalGroups& groups, const BufferView& data, 
     if (groups.is_leader()) groups.intra->recv(data, root_local, tag);
   }
   if (groups.is_leader()) broadcast(*groups.leaders, data, root_host, tag);
-  broadcast(*groups.intra, data, 0, tag);
+  intra_host_broadcast(groups, data, tag);
 }
 
 }  // namespace bagua::collectives

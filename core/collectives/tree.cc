@@ -1,4 +1,5 @@
-// Tree collectives: binomial reduce, binomial and chain broadcast (both in segments), tree allreduce.
+// Tree collectives: binomial and chain reduce, binomial and chain broadcast (all in segments), tree
+// allreduce.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -92,18 +93,14 @@ void tree_broadcast(Transport& transport, const BufferView& data, const TreePlac
   }
 }
 
-}  // namespace
-
-void reduce(Transport& transport, const BufferView& data, int root, ReduceOp op, Tag tag,
-            size_t segment_elements) {
+void binomial_reduce(Transport& transport, const BufferView& data, int root, ReduceOp op, Tag tag,
+                     size_t segment_elements) {
   // Binomial tree towards `root` (see binomial_place), the data in `segments`. For each segment a rank
   // receives its `children`'s partial reductions at once into `incoming` (one slot per child), reduces
   // them into its own segment in a fixed order, and sends the result to its `parent` without waiting,
   // so that the next segment is received while this one leaves; a rank's segments leave one at a time
   // (it waits for the previous `sending` to finish first), so that each goes at the link's full rate.
-  check_root(transport, root, "reduce");
   const int ranks = transport.size();
-  if (ranks == 1 || data.count() == 0) return;
   const TreePlace place = binomial_place(ranks, transport.rank(), root);
   const Segments segments(data, segment_elements);
   const Buffer incoming =
@@ -127,6 +124,62 @@ void reduce(Transport& transport, const BufferView& data, int root, ReduceOp op,
     }
   }
   if (sending) sending->wait();
+}
+
+void chain_reduce(Transport& transport, const BufferView& data, int root, ReduceOp op, Tag tag,
+                  size_t segment_elements) {
+  // The chain broadcast run backwards: the ranks stand in the chain root, root + 1, ..., root - 1
+  // (chain_place), and every segment travels from its far end towards `root`. The data is cut into
+  // `segments`. For each segment a rank receives its `child`'s (rank + 1's) partial reduction into one
+  // of the two slots of `incoming`, reduces it into its own segment, and sends the result to its
+  // `parent`, rank - 1 (the root sends nothing, the far end receives nothing). The receive of the
+  // next segment is posted, into the other slot, before this one is reduced, so that it arrives while
+  // this one is reduced and sent; a rank's segments leave one at a time (it waits for the previous
+  // `sending` to finish first), so that each goes at the link's full rate. Every element is reduced in
+  // one order, root's own + (root + 1's + (... + root - 1's)), the same in every run.
+  const int ranks = transport.size();
+  const TreePlace place = chain_place(ranks, transport.rank(), root);
+  const Segments segments(data, segment_elements);
+  const bool has_child = !place.children.empty();
+  const Buffer incoming = Buffer::like(data, data.dtype(), has_child ? 2 * segments.max_count() : 0);
+  auto slot = [&](size_t s) {
+    return incoming.view().slice((s % 2) * segments.max_count(), segments[s].count());
+  };
+  RequestPtr next_receive;
+  if (has_child) next_receive = transport.irecv(slot(0), place.children.front(), tag);
+  RequestPtr sending;
+  for (size_t s = 0; s < segments.size(); ++s) {
+    const BufferView segment = segments[s];
+    if (has_child) {
+      next_receive->wait();
+      if (s + 1 < segments.size())
+        next_receive = transport.irecv(slot(s + 1), place.children.front(), tag);
+      bagua::reduce(segment, slot(s), op);
+    }
+    if (place.parent >= 0) {
+      if (sending) sending->wait();
+      sending = transport.isend(segment, place.parent, tag);
+    }
+  }
+  if (sending) sending->wait();
+}
+
+}  // namespace
+
+void reduce(Transport& transport, const BufferView& data, int root, ReduceOp op, Tag tag,
+            size_t segment_elements, ReduceAlgo algo) {
+  check_root(transport, root, "reduce");
+  const int ranks = transport.size();
+  if (ranks == 1 || data.count() == 0) return;
+  switch (algo) {
+    case ReduceAlgo::kBinomial:
+      binomial_reduce(transport, data, root, op, tag, segment_elements);
+      return;
+    case ReduceAlgo::kChain:
+      chain_reduce(transport, data, root, op, tag, segment_elements);
+      return;
+  }
+  BAGUA_CHECK(false, "reduce: unknown algorithm " + std::to_string(static_cast<int>(algo)));
 }
 
 void broadcast(Transport& transport, const BufferView& data, int root, Tag tag, BroadcastAlgo algo,

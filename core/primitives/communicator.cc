@@ -25,13 +25,14 @@ void Communicator::execute(const BufferView& data, bool intranode_average, bool 
   }
   Transport& intra = *groups_->intra;
   if (pre) {
-    // Bagua's hierarchical_pre: reduce_inplace onto intra rank 0 with AVG or SUM.
-    collectives::reduce(intra, data, 0, ReduceOp::kSum, tag);
+    // Bagua's hierarchical_pre: reduce_inplace onto intra rank 0 with AVG or SUM (ncclReduce, a
+    // pipelined chain for large buffers: collectives::intra_host_reduce).
+    collectives::intra_host_reduce(*groups_, data, ReduceOp::kSum, tag);
     if (intranode_average && groups_->is_leader() && intra.size() > 1) scale(data, 1.0 / intra.size());
   }
   if (groups_->is_leader()) op(*groups_->leaders);
-  // Bagua's hierarchical_post: broadcast from intra rank 0.
-  if (post) collectives::broadcast(intra, data, 0, tag);
+  // Bagua's hierarchical_post: broadcast from intra rank 0 (ncclBroadcast, likewise).
+  if (post) collectives::intra_host_broadcast(*groups_, data, tag);
 }
 
 }  // namespace bagua

@@ -68,6 +68,36 @@ TEST(Algorithms, NamesRoundTripAndUnknownNamesAreRejected) {
   EXPECT_EQ(parse_broadcast_algo("chain"), BroadcastAlgo::kChain);
   EXPECT_EQ(to_string(BroadcastAlgo::kBinomial), "binomial");
   EXPECT_THROW(parse_broadcast_algo("star"), ConfigError);
+  EXPECT_EQ(parse_reduce_algo("chain"), ReduceAlgo::kChain);
+  EXPECT_EQ(to_string(ReduceAlgo::kBinomial), "binomial");
+  EXPECT_THROW(parse_reduce_algo("ring"), ConfigError);
+  for (IntraHostAlgo a : {IntraHostAlgo::kAuto, IntraHostAlgo::kBinomial, IntraHostAlgo::kChain})
+    EXPECT_EQ(parse_intra_host_algo(to_string(a)), a);
+  EXPECT_EQ(to_string(IntraHostAlgo::kAuto), "auto");
+  EXPECT_THROW(parse_intra_host_algo("tree"), ConfigError);
+}
+
+TEST(IntraHostPlan, ChainOnceTheBufferFillsASegmentPerRank) {
+  // The default segment is NCCL's 512 KiB step: 131072 f32 or 65536 f64.
+  const IntraHostOptions defaults;
+  EXPECT_EQ(defaults.segment, Bytes(524288));
+  EXPECT_EQ(defaults.algo, IntraHostAlgo::kAuto);
+  // 8 ranks: a chain from 8 whole segments on (4 MiB of f32: k = 8), binomial trees below.
+  EXPECT_EQ(plan_intra_host(defaults, 8, 8 * 131072, 4), (IntraHostPlan{true, 131072, 8}));
+  EXPECT_EQ(plan_intra_host(defaults, 8, 8 * 131072 - 1, 4), (IntraHostPlan{false, 0, 1}));
+  // 10 MiB of f32 (Bagua's bucket) on 8 ranks: 20 segments; 10 MiB + 1 element: 21, the last short.
+  EXPECT_EQ(plan_intra_host(defaults, 8, 20 * 131072, 4), (IntraHostPlan{true, 131072, 20}));
+  EXPECT_EQ(plan_intra_host(defaults, 8, 20 * 131072 + 1, 4), (IntraHostPlan{true, 131072, 21}));
+  // f64 elements: the segment holds 65536 of them.
+  EXPECT_EQ(plan_intra_host(defaults, 4, 4 * 65536, 8), (IntraHostPlan{true, 65536, 4}));
+  // 3 ranks need 3 segments; 2 ranks never take a chain by themselves.
+  EXPECT_EQ(plan_intra_host(defaults, 3, 3 * 131072, 4).chain, true);
+  EXPECT_EQ(plan_intra_host(defaults, 2, 100 * 131072, 4).chain, false);
+  // Forced forms; a segment below one element is one element.
+  EXPECT_EQ(plan_intra_host({IntraHostAlgo::kChain, Bytes(10)}, 2, 7, 4), (IntraHostPlan{true, 2, 4}));
+  EXPECT_EQ(plan_intra_host({IntraHostAlgo::kChain, Bytes(2)}, 5, 3, 4), (IntraHostPlan{true, 1, 3}));
+  EXPECT_EQ(plan_intra_host({IntraHostAlgo::kBinomial, Bytes(4)}, 8, 1000, 4).chain, false);
+  EXPECT_THROW(plan_intra_host({IntraHostAlgo::kAuto, Bytes(0)}, 8, 1000, 4), ConfigError);
 }
 
 TEST_P(Collectives, AllreduceEveryAlgorithmOpAndDtype) {
@@ -208,16 +238,54 @@ TEST_P(Collectives, ReduceToEveryKindOfRoot) {
     for (size_t count : testing::element_counts(t.size()))
       for (int root : roots)
         for (ReduceOp op : kOps)
-          for (size_t segment : {size_t{0}, count < 100 ? size_t{5} : count / 6}) {
-            const Buffer data = Buffer::host(DType::kI32, count);
-            fill_contribution(data, t.rank(), t.size());
-            reduce(t, data, root, op, 14, segment);
-            if (t.rank() != root) continue;
-            expect_elements(
-                data, 0, count, [&](size_t i) { return reduced(op, t.size(), i); }, t.rank(),
-                describe("reduce " + to_string(op), DType::kI32, count,
-                         "root " + std::to_string(root) + " segment " + std::to_string(segment)));
-          }
+          for (ReduceAlgo algo : {ReduceAlgo::kBinomial, ReduceAlgo::kChain})
+            for (size_t segment : {size_t{0}, count < 100 ? size_t{5} : count / 6}) {
+              const Buffer data = Buffer::host(DType::kI32, count);
+              fill_contribution(data, t.rank(), t.size());
+              reduce(t, data, root, op, 14, segment, algo);
+              if (t.rank() != root) continue;
+              expect_elements(
+                  data, 0, count, [&](size_t i) { return reduced(op, t.size(), i); }, t.rank(),
+                  describe("reduce " + to_string(algo) + " " + to_string(op), DType::kI32, count,
+                           "root " + std::to_string(root) + " segment " + std::to_string(segment)));
+            }
+  });
+}
+
+TEST_P(Collectives, ChainReduceOfFloatsIsTheSameInEveryRun) {
+  // Values whose float sums depend on the order of the additions: the chain adds in one fixed order,
+  // root's + (root + 1's + (... + root - 1's)), so two runs agree bit for bit, and the result is that
+  // sum computed here in that order.
+  run([&](RankContext& ctx) {
+    Transport& t = ctx.transport();
+    const int ranks = t.size();
+    const size_t count = 1001;
+    const int root = ranks / 2;
+    auto value = [](int rank, size_t i) {
+      return 1.0f / static_cast<float>(3 + rank) + static_cast<float>(i) * 1e-3f;
+    };
+    std::vector<float> first;
+    for (int run = 0; run < 2; ++run) {
+      const Buffer data = Buffer::host(DType::kF32, count);
+      for (size_t i = 0; i < count; ++i)
+        data.as<float>()[i] = value(t.rank(), i);
+      reduce(t, data, root, ReduceOp::kSum, 18, 100, ReduceAlgo::kChain);
+      if (t.rank() != root) continue;
+      std::vector<float> got(data.as<float>().begin(), data.as<float>().end());
+      if (run == 0) {
+        first = got;
+      } else {
+        EXPECT_EQ(got, first);
+      }
+    }
+    if (t.rank() != root) return;
+    for (size_t i = 0; i < count; ++i) {
+      float expected = value((root + ranks - 1) % ranks, i);
+      for (int hop = ranks - 2; hop >= 0; --hop)
+        expected = value((root + hop) % ranks, i) + expected;
+      // bagua::reduce adds the received partial sum into the rank's own value: own + incoming.
+      ASSERT_EQ(first[i], expected) << "index " << i << " on " << ranks << " ranks";
+    }
   });
 }
 
@@ -281,6 +349,7 @@ TEST_P(Collectives, MetaBuffersRunEveryCollective) {
     broadcast(t, data, t.size() - 1, 25, BroadcastAlgo::kBinomial);
     broadcast(t, data, 0, 26, BroadcastAlgo::kChain, 100);
     reduce(t, data, t.size() / 2, ReduceOp::kMin, 27);
+    reduce(t, data, t.size() - 1, ReduceOp::kSum, 29, 100, ReduceAlgo::kChain);
     const Buffer send = Buffer::meta(DType::kF32, 10 * static_cast<size_t>(t.size()));
     const Buffer recv = Buffer::meta(DType::kF32, 10 * static_cast<size_t>(t.size()));
     alltoall(t, send, recv, 28);

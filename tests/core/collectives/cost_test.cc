@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/collectives/collectives.h"
@@ -67,6 +68,17 @@ TEST(Catalogue, WorkedExamples) {
   // Hierarchical allreduce, 4 hosts of 2, S = 4096 B: reduce 1 + ring 6 + broadcast 1 = 8 steps; a
   // leader sends the ring's 6 * 1024 B and the whole buffer to its host peer: 10240 B.
   EXPECT_EQ(hierarchical_allreduce_cost(4, 2, Bytes(4096)), (WireCost{8, Bytes(10240)}));
+  // Chain reduce, P = 4, k = 3 segments: the mirror of the chain broadcast, 5 steps, S per rank.
+  EXPECT_EQ(reduce_cost(ReduceAlgo::kChain, 4, Bytes(3000), 3), (WireCost{5, Bytes(3000)}));
+  EXPECT_EQ(reduce_cost(ReduceAlgo::kBinomial, 8, Bytes(3000), 2), reduce_cost(8, Bytes(3000), 2));
+  // Hierarchical allreduce, 4 hosts of 8, S = 8 MiB: 16 segments of 512 KiB fill the 8 ranks of a host,
+  // so the intra-host phases are chains: reduce 8 + 16 - 2 = 22, ring 6, broadcast 22 = 50 steps; a
+  // leader sends 6 * 2 MiB in the ring and 8 MiB down its chain = 20 MiB (a rank inside the chain
+  // sends 16 MiB).
+  EXPECT_EQ(hierarchical_allreduce_cost(4, 8, Bytes(8 << 20)), (WireCost{50, Bytes(20 << 20)}));
+  // 2 MiB is 4 segments, fewer than 8 ranks: binomial trees, 3 + 6 + 3 = 12 steps, the leader sending
+  // 6 * 512 KiB and 3 * 2 MiB = 9 MiB.
+  EXPECT_EQ(hierarchical_allreduce_cost(4, 8, Bytes(2 << 20)), (WireCost{12, Bytes(9 << 20)}));
   // One rank or nothing to send: free.
   EXPECT_EQ(ring_allreduce_cost(1, Bytes(4096)), (WireCost{}));
   EXPECT_EQ(tree_allreduce_cost(8, Bytes(0)), (WireCost{}));
@@ -112,6 +124,12 @@ TEST_P(FlatCatalogue, MeasuredStepsAndBytesMatchTheClosedForms) {
         [&](Transport& t) { reduce(t, data, ranks - 1, ReduceOp::kSum, 1); });
   check("reduce in segments", reduce_cost(ranks, size, segments),
         [&](Transport& t) { reduce(t, data, 0, ReduceOp::kSum, 1, segment_elements); });
+  check("chain reduce", reduce_cost(ReduceAlgo::kChain, ranks, size),
+        [&](Transport& t) { reduce(t, data, ranks / 2, ReduceOp::kSum, 1, 0, ReduceAlgo::kChain); });
+  check("chain reduce in segments", reduce_cost(ReduceAlgo::kChain, ranks, size, segments),
+        [&](Transport& t) {
+          reduce(t, data, ranks - 1, ReduceOp::kSum, 1, segment_elements, ReduceAlgo::kChain);
+        });
   for (BroadcastAlgo algo : {BroadcastAlgo::kBinomial, BroadcastAlgo::kChain}) {
     check("broadcast " + to_string(algo), broadcast_cost(algo, ranks, size),
           [&](Transport& t) { broadcast(t, data, ranks / 2, 1, algo); });
@@ -151,28 +169,42 @@ TEST_P(HierarchicalCatalogue, MeasuredStepsAndBytesMatchTheClosedForms) {
   const int ranks = hosts * ranks_per_host;
   const size_t count = 64 * static_cast<size_t>(ranks);
   const Bytes size(static_cast<int64_t>(count * 4));
-  auto check = [&](const std::string& what, const WireCost& expected,
-                   const std::function<void(HierarchicalGroups&)>& body) {
-    const WireCost measured = measure(backend, ranks, ranks_per_host, [&](Transport& t) {
-      HierarchicalGroups groups(t);
-      body(groups);
-    });
-    EXPECT_EQ(measured, expected) << what << " on " << hosts << " hosts x " << ranks_per_host
-                                  << ": measured " << show(measured) << ", catalogue "
-                                  << show(expected);
+  // The intra-host phases every way: the defaults (512 KiB segments: binomial trees at this size),
+  // chains of 64 B (k = S / 64 = 4 P segments) and of 1000 B (250 f32; the last segment short unless
+  // 1000 divides S), binomial trees, and the automatic choice with 64 B segments (chains on hosts of
+  // 3 or more ranks, trees on smaller ones).
+  const std::vector<std::pair<std::string, IntraHostOptions>> intra_host_options{
+      {"defaults", {}},
+      {"chain 64 B", {IntraHostAlgo::kChain, Bytes(64)}},
+      {"chain 1000 B", {IntraHostAlgo::kChain, Bytes(1000)}},
+      {"binomial", {IntraHostAlgo::kBinomial, Bytes(64)}},
+      {"auto 64 B", {IntraHostAlgo::kAuto, Bytes(64)}},
   };
-  const Buffer data = Buffer::meta(DType::kF32, count);
-  check("hierarchical allreduce", hierarchical_allreduce_cost(hosts, ranks_per_host, size),
-        [&](HierarchicalGroups& g) { hierarchical_allreduce(g, data, ReduceOp::kSum, 1); });
-  check("hierarchical reduce_scatter", hierarchical_reduce_scatter_cost(hosts, ranks_per_host, size),
-        [&](HierarchicalGroups& g) { hierarchical_reduce_scatter(g, data, ReduceOp::kSum, 1); });
-  check("hierarchical allgather", hierarchical_allgather_cost(hosts, ranks_per_host, size),
-        [&](HierarchicalGroups& g) { hierarchical_allgather(g, data, 1); });
-  // Roots that lead a host: the first, and the leader of the last host.
-  for (int root : {0, (hosts - 1) * ranks_per_host})
-    check("hierarchical broadcast from " + std::to_string(root),
-          hierarchical_broadcast_cost(hosts, ranks_per_host, size),
-          [&](HierarchicalGroups& g) { hierarchical_broadcast(g, data, root, 1); });
+  for (const auto& [options_name, options] : intra_host_options) {
+    auto check = [&](const std::string& what, const WireCost& expected,
+                     const std::function<void(HierarchicalGroups&)>& body) {
+      const WireCost measured = measure(backend, ranks, ranks_per_host, [&](Transport& t) {
+        HierarchicalGroups groups(t, options);
+        body(groups);
+      });
+      EXPECT_EQ(measured, expected)
+          << what << " (intra-host " << options_name << ") on " << hosts << " hosts x "
+          << ranks_per_host << ": measured " << show(measured) << ", catalogue " << show(expected);
+    };
+    const Buffer data = Buffer::meta(DType::kF32, count);
+    check("hierarchical allreduce", hierarchical_allreduce_cost(hosts, ranks_per_host, size, options),
+          [&](HierarchicalGroups& g) { hierarchical_allreduce(g, data, ReduceOp::kSum, 1); });
+    check("hierarchical reduce_scatter",
+          hierarchical_reduce_scatter_cost(hosts, ranks_per_host, size, options),
+          [&](HierarchicalGroups& g) { hierarchical_reduce_scatter(g, data, ReduceOp::kSum, 1); });
+    check("hierarchical allgather", hierarchical_allgather_cost(hosts, ranks_per_host, size, options),
+          [&](HierarchicalGroups& g) { hierarchical_allgather(g, data, 1); });
+    // Roots that lead a host: the first, and the leader of the last host.
+    for (int root : {0, (hosts - 1) * ranks_per_host})
+      check("hierarchical broadcast from " + std::to_string(root),
+            hierarchical_broadcast_cost(hosts, ranks_per_host, size, options),
+            [&](HierarchicalGroups& g) { hierarchical_broadcast(g, data, root, 1); });
+  }
 }
 
 std::vector<Hosts> host_layouts() {

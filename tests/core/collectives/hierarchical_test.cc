@@ -2,6 +2,8 @@
 // interleaved host layouts.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -85,6 +87,23 @@ class Hierarchical : public ::testing::TestWithParam<Layout> {
 constexpr AllreduceAlgo kAlgos[] = {AllreduceAlgo::kRing, AllreduceAlgo::kTree,
                                     AllreduceAlgo::kHalvingDoubling, AllreduceAlgo::kNative};
 
+// The intra-host phases every way: binomial trees; chains of 4 KiB segments (several segments for
+// the largest element counts, one for the others); chains of 12 B (3 elements of 4 B, 1 of 8 B), for
+// element counts up to 100 only, to keep the number of messages small.
+struct IntraHostCase {
+  std::string name;
+  IntraHostOptions options;
+  size_t max_count;
+};
+const std::vector<IntraHostCase>& intra_host_cases() {
+  static const std::vector<IntraHostCase> cases{
+      {"binomial", {IntraHostAlgo::kBinomial, Bytes(4096)}, SIZE_MAX},
+      {"chain 4 KiB", {IntraHostAlgo::kChain, Bytes(4096)}, SIZE_MAX},
+      {"chain 12 B", {IntraHostAlgo::kChain, Bytes(12)}, 100},
+  };
+  return cases;
+}
+
 TEST_P(Hierarchical, GroupsFollowTheHostLayout) {
   run([](Transport& t, HierarchicalGroups& groups) {
     const HostLayout layout = host_layout(t);
@@ -103,30 +122,38 @@ TEST_P(Hierarchical, GroupsFollowTheHostLayout) {
 TEST_P(Hierarchical, AllreduceMatchesTheFlatResult) {
   run([](Transport& t, HierarchicalGroups& groups) {
     Tag tag = 100;
-    for (size_t count : testing::element_counts(t.size()))
-      for (DType dtype : {DType::kF32, DType::kI32})
-        for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax})
-          for (AllreduceAlgo algo : kAlgos) {
-            const Buffer data = Buffer::host(dtype, count);
-            fill_contribution(data, t.rank(), t.size());
-            hierarchical_allreduce(groups, data, op, ++tag, algo);
-            expect_elements(
-                data, 0, count, [&](size_t i) { return reduced(op, t.size(), i); }, t.rank(),
-                describe("hierarchical allreduce " + to_string(algo) + " " + to_string(op), dtype,
-                         count, ""));
-          }
+    for (const IntraHostCase& c : intra_host_cases()) {
+      groups.intra_host = c.options;
+      for (size_t count : testing::element_counts(t.size()))
+        for (DType dtype : {DType::kF32, DType::kI32})
+          for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax})
+            for (AllreduceAlgo algo : kAlgos) {
+              if (count > c.max_count) continue;
+              const Buffer data = Buffer::host(dtype, count);
+              fill_contribution(data, t.rank(), t.size());
+              hierarchical_allreduce(groups, data, op, ++tag, algo);
+              expect_elements(
+                  data, 0, count, [&](size_t i) { return reduced(op, t.size(), i); }, t.rank(),
+                  describe("hierarchical allreduce " + to_string(algo) + " " + to_string(op), dtype,
+                           count, "intra-host " + c.name));
+            }
+    }
   });
 }
 
 TEST_P(Hierarchical, AllreduceAverage) {
   run([](Transport& t, HierarchicalGroups& groups) {
     const size_t count = 1000 * static_cast<size_t>(t.size()) + 3;
-    const Buffer data = Buffer::host(DType::kF64, count);
-    fill_contribution(data, t.rank(), t.size());
-    hierarchical_allreduce_average(groups, data, 1);
-    expect_elements(
-        data, 0, count, [&](size_t i) { return reduced(ReduceOp::kSum, t.size(), i) / t.size(); },
-        t.rank(), describe("hierarchical allreduce_average", DType::kF64, count, ""), 1e-15);
+    for (const IntraHostCase& c : intra_host_cases()) {
+      if (count > c.max_count) continue;
+      groups.intra_host = c.options;
+      const Buffer data = Buffer::host(DType::kF64, count);
+      fill_contribution(data, t.rank(), t.size());
+      hierarchical_allreduce_average(groups, data, 1);
+      expect_elements(
+          data, 0, count, [&](size_t i) { return reduced(ReduceOp::kSum, t.size(), i) / t.size(); },
+          t.rank(), describe("hierarchical allreduce_average", DType::kF64, count, c.name), 1e-15);
+    }
     const Buffer integers = Buffer::host(DType::kI64, 3);
     EXPECT_THROW(hierarchical_allreduce_average(groups, integers, 2), ConfigError);
   });
@@ -134,34 +161,44 @@ TEST_P(Hierarchical, AllreduceAverage) {
 
 TEST_P(Hierarchical, ReduceScatterLeavesChunkROnRankR) {
   run([](Transport& t, HierarchicalGroups& groups) {
-    for (size_t count : testing::element_counts(t.size()))
-      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMin}) {
-        const Buffer data = Buffer::host(DType::kF32, count);
-        fill_contribution(data, t.rank(), t.size());
-        hierarchical_reduce_scatter(groups, data, op, 3);
-        const ChunkRange mine = chunk_range(count, t.size(), t.rank());
-        expect_elements(
-            data, mine.offset, mine.end(), [&](size_t i) { return reduced(op, t.size(), i); }, t.rank(),
-            describe("hierarchical reduce_scatter " + to_string(op), DType::kF32, count, ""));
-      }
+    for (const IntraHostCase& c : intra_host_cases()) {
+      groups.intra_host = c.options;
+      for (size_t count : testing::element_counts(t.size()))
+        for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMin}) {
+          if (count > c.max_count) continue;
+          const Buffer data = Buffer::host(DType::kF32, count);
+          fill_contribution(data, t.rank(), t.size());
+          hierarchical_reduce_scatter(groups, data, op, 3);
+          const ChunkRange mine = chunk_range(count, t.size(), t.rank());
+          expect_elements(
+              data, mine.offset, mine.end(), [&](size_t i) { return reduced(op, t.size(), i); },
+              t.rank(),
+              describe("hierarchical reduce_scatter " + to_string(op), DType::kF32, count, c.name));
+        }
+    }
   });
 }
 
 TEST_P(Hierarchical, AllgatherGathersEveryRanksChunk) {
   run([](Transport& t, HierarchicalGroups& groups) {
-    for (size_t count : testing::element_counts(t.size())) {
-      const Buffer data = Buffer::host(DType::kI32, count);
-      fill(data, -1);
-      const ChunkRange mine = chunk_range(count, t.size(), t.rank());
-      for (size_t i = mine.offset; i < mine.end(); ++i)
-        testing::set_element(data, i, contribution(t.rank(), t.size(), i));
-      hierarchical_allgather(groups, data, 4);
-      for (int c = 0; c < t.size(); ++c) {
-        const ChunkRange theirs = chunk_range(count, t.size(), c);
-        expect_elements(
-            data, theirs.offset, theirs.end(), [&](size_t i) { return contribution(c, t.size(), i); },
-            t.rank(),
-            describe("hierarchical allgather", DType::kI32, count, "chunk " + std::to_string(c)));
+    for (const IntraHostCase& c : intra_host_cases()) {
+      groups.intra_host = c.options;
+      for (size_t count : testing::element_counts(t.size())) {
+        if (count > c.max_count) continue;
+        const Buffer data = Buffer::host(DType::kI32, count);
+        fill(data, -1);
+        const ChunkRange mine = chunk_range(count, t.size(), t.rank());
+        for (size_t i = mine.offset; i < mine.end(); ++i)
+          testing::set_element(data, i, contribution(t.rank(), t.size(), i));
+        hierarchical_allgather(groups, data, 4);
+        for (int chunk = 0; chunk < t.size(); ++chunk) {
+          const ChunkRange theirs = chunk_range(count, t.size(), chunk);
+          expect_elements(
+              data, theirs.offset, theirs.end(),
+              [&](size_t i) { return contribution(chunk, t.size(), i); }, t.rank(),
+              describe("hierarchical allgather", DType::kI32, count,
+                       c.name + ", chunk " + std::to_string(chunk)));
+        }
       }
     }
   });
@@ -169,21 +206,65 @@ TEST_P(Hierarchical, AllgatherGathersEveryRanksChunk) {
 
 TEST_P(Hierarchical, BroadcastFromEveryRoot) {
   run([](Transport& t, HierarchicalGroups& groups) {
-    const size_t count = 1000 * static_cast<size_t>(t.size()) + 3;
-    for (int root = 0; root < t.size(); ++root) {
-      const Buffer data = Buffer::host(DType::kF32, count);
-      if (t.rank() == root) {
-        fill_contribution(data, root, t.size());
-      } else {
-        fill(data, -1);
+    for (const IntraHostCase& c : intra_host_cases()) {
+      groups.intra_host = c.options;
+      const size_t count = std::min<size_t>(1000 * static_cast<size_t>(t.size()) + 3, c.max_count);
+      for (int root = 0; root < t.size(); ++root) {
+        const Buffer data = Buffer::host(DType::kF32, count);
+        if (t.rank() == root) {
+          fill_contribution(data, root, t.size());
+        } else {
+          fill(data, -1);
+        }
+        hierarchical_broadcast(groups, data, root, 5);
+        expect_elements(
+            data, 0, count, [&](size_t i) { return contribution(root, t.size(), i); }, t.rank(),
+            describe("hierarchical broadcast", DType::kF32, count,
+                     c.name + ", root " + std::to_string(root)));
       }
-      hierarchical_broadcast(groups, data, root, 5);
-      expect_elements(
-          data, 0, count, [&](size_t i) { return contribution(root, t.size(), i); }, t.rank(),
-          describe("hierarchical broadcast", DType::kF32, count, "root " + std::to_string(root)));
     }
     const Buffer data = Buffer::host(DType::kF32, 1);
     EXPECT_THROW(hierarchical_broadcast(groups, data, t.size(), 6), ConfigError);
+  });
+}
+
+TEST_P(Hierarchical, IntraHostPhasesAlone) {
+  // intra_host_reduce leaves the host's reduction on its leader; intra_host_broadcast hands the
+  // leader's data to the host. With rank r contributing contribution(r), host h's reduction is the sum
+  // over its ranks.
+  run([](Transport& t, HierarchicalGroups& groups) {
+    const HostLayout layout = host_layout(t);
+    const std::vector<int>& mine = layout.hosts[static_cast<size_t>(layout.my_host)];
+    const size_t count = 1000 * static_cast<size_t>(t.size()) + 3;
+    auto host_sum = [&](size_t i) {
+      double sum = 0;
+      for (int r : mine)
+        sum += contribution(r, t.size(), i);
+      return sum;
+    };
+    for (const IntraHostCase& c : intra_host_cases()) {
+      groups.intra_host = c.options;
+      const size_t n = std::min(count, c.max_count);
+      const Buffer data = Buffer::host(DType::kF64, n);
+      fill_contribution(data, t.rank(), t.size());
+      intra_host_reduce(groups, data, ReduceOp::kSum, 12);
+      if (groups.is_leader())
+        expect_elements(data, 0, n, host_sum, t.rank(),
+                        describe("intra_host_reduce", DType::kF64, n, c.name));
+      if (!groups.is_leader()) fill(data, -1);
+      intra_host_broadcast(groups, data, 13);
+      expect_elements(data, 0, n, host_sum, t.rank(),
+                      describe("intra_host_broadcast", DType::kF64, n, c.name));
+    }
+  });
+}
+
+TEST(HierarchicalGroups, RejectSegmentsOfNoBytes) {
+  testing::run_ranks(Backend::kThreads, 2, [](RankContext& ctx) {
+    const IntraHostOptions empty{IntraHostAlgo::kChain, Bytes(0)};
+    const IntraHostOptions negative{IntraHostAlgo::kAuto, Bytes(-4)};
+    EXPECT_THROW(HierarchicalGroups(ctx.transport(), empty), ConfigError);
+    EXPECT_THROW(HierarchicalGroups(ctx.transport(), negative), ConfigError);
   });
 }
 
@@ -196,6 +277,11 @@ TEST_P(Hierarchical, MetaBuffersRunEveryCollective) {
     hierarchical_reduce_scatter(groups, data, ReduceOp::kSum, 9);
     hierarchical_allgather(groups, data, 10);
     hierarchical_broadcast(groups, data, t.size() - 1, 11);
+    groups.intra_host = {IntraHostAlgo::kChain, Bytes(400)};
+    hierarchical_allreduce(groups, data, ReduceOp::kSum, 12);
+    hierarchical_reduce_scatter(groups, data, ReduceOp::kSum, 13);
+    hierarchical_allgather(groups, data, 14);
+    hierarchical_broadcast(groups, data, 0, 15);
     EXPECT_EQ(data.view().data(), nullptr);
   });
 }

@@ -7,7 +7,8 @@
 // src.dev.up, src.nic.up, dst.nic.down and dst.dev.down: L = 0 + 1 us + 1 us + 0 = 2000 ns, and its
 // rate is the slowest link's, B. In every step below each NIC link carries at most one flow, so no
 // flows share a link and a message of m bytes takes exactly L + m / B (m / B a whole number of ns
-// here).
+// here). The hierarchical tests at the end build a cluster of two hosts of four devices, described
+// there.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -111,6 +112,97 @@ TEST(SimulatedTime, ChainBroadcastPipelinesSegments) {
   const Time t =
       simulate(4, [&](Transport& tr) { broadcast(tr, data, 0, 1, BroadcastAlgo::kChain, count / 4); });
   EXPECT_EQ(t.nanoseconds(), 6 * step_ns(1'250'000));
+}
+
+TEST(SimulatedTime, ChainReducePipelinesSegments) {
+  // The chain broadcast's mirror. P = 4, root 0, S = 5 MB in k = 4 segments of 1.25 MB: rank 3 sends
+  // segment j to rank 2 at step j + 1, rank 2 adds its own and passes it on to rank 1 one step later
+  // (while receiving segment j + 1 from rank 3: 2 -> 1 and 3 -> 2 use different NIC links), and rank 1
+  // to the root: the root has the last segment after P + k - 2 = 6 steps of 2000 + 100'000 ns =
+  // 612'000 ns. P = 8, root 5, the same segments: 8 + 4 - 2 = 10 steps, 1'020'000 ns.
+  const size_t count = 5'000'000 / 4;
+  const Buffer data = Buffer::meta(DType::kF32, count);
+  const Time four = simulate(
+      4, [&](Transport& tr) { reduce(tr, data, 0, ReduceOp::kSum, 1, count / 4, ReduceAlgo::kChain); });
+  EXPECT_EQ(four.nanoseconds(), 6 * step_ns(1'250'000));
+  EXPECT_EQ(four.nanoseconds(), 612'000);
+  const Time eight = simulate(
+      8, [&](Transport& tr) { reduce(tr, data, 5, ReduceOp::kSum, 1, count / 4, ReduceAlgo::kChain); });
+  EXPECT_EQ(eight.nanoseconds(), 1'020'000);
+}
+
+TEST(SimulatedTime, ChainReduceOfRealDataTakesTheSameTime) {
+  // As above on materialized buffers, P = 4: the root holds 1 + 2 + 3 + 4 = 10 everywhere.
+  const size_t count = 5'000'000 / 4;
+  const Time t = simulate(4, [&](Transport& tr) {
+    Buffer data = Buffer::host(DType::kF32, count);
+    fill(data, tr.rank() + 1);
+    reduce(tr, data, 0, ReduceOp::kSum, 1, count / 4, ReduceAlgo::kChain);
+    if (tr.rank() == 0) {
+      EXPECT_EQ(data.as<float>()[0], 10.0f);
+      EXPECT_EQ(data.as<float>()[count - 1], 10.0f);
+    }
+  });
+  EXPECT_EQ(t.nanoseconds(), 612'000);
+}
+
+// Two hosts of four devices. A device link (device <-> host fabric) has bandwidth 100 GB/s (100 bytes
+// per ns) and latency 1 us; a NIC link 100 Gbit/s (12.5 bytes per ns) and 1 us. A message between two
+// devices of one host crosses src.dev.up and dst.dev.down: route latency 2 us, rate 100 bytes/ns. A
+// message between hosts crosses src.dev.up, src.nic.up, dst.nic.down, dst.dev.down: 4 us, 12.5
+// bytes/ns.
+netsim::ClusterSpec two_hosts_of_four() {
+  netsim::ClusterSpec spec;
+  spec.hosts = 2;
+  spec.devices_per_host = 4;
+  spec.intra_host = {Bandwidth::gigabytes_per_second(100), Time::us(1)};
+  spec.nic = {Bandwidth::gbps(100), Time::us(1)};
+  spec.topology = netsim::TopologyKind::kStar;
+  spec.device = {1e12, Bandwidth::gigabytes_per_second(100)};
+  return spec;
+}
+
+Time simulate_two_hosts_of_four(const IntraHostOptions& options, const BufferView& data) {
+  netsim::Simulation simulation(two_hosts_of_four());
+  return simulation.run([&](RankContext& ctx) {
+    HierarchicalGroups groups(ctx.transport(), options);
+    hierarchical_allreduce(groups, data, ReduceOp::kSum, 1);
+  });
+}
+
+TEST(SimulatedTime, HierarchicalAllreduceWithIntraHostChains) {
+  // H = 2 hosts of Q = 4, S = 4 MB of f32, segments of 1 MB: S fills Q = 4 segments, so the automatic
+  // choice takes chains (k = 4).
+  //   chain reduce onto each leader: Q + k - 2 = 6 steps of 2000 + 1'000'000 / 100 = 12'000 ns
+  //                                                                               =  72'000 ns
+  //   ring allreduce of the 2 leaders: 2 (H - 1) = 2 steps of S / H = 2 MB, each
+  //     4000 + 2'000'000 / 12.5 = 164'000 ns (the two directions use different links) = 328'000 ns
+  //   chain broadcast from each leader: 6 steps of 12'000 ns                        =  72'000 ns
+  // Every step's flows use distinct links (the chains' hops 3 -> 2 -> 1 -> 0 and 0 -> 1 -> 2 -> 3 each
+  // use one device link per direction; the hosts run in lockstep), so the total is 472'000 ns.
+  const Buffer data = Buffer::meta(DType::kF32, 1'000'000);
+  const IntraHostOptions chains{IntraHostAlgo::kAuto, Bytes(1'000'000)};
+  EXPECT_TRUE(plan_intra_host(chains, 4, data.count(), 4).chain);
+  EXPECT_EQ(simulate_two_hosts_of_four(chains, data).nanoseconds(), 72'000 + 328'000 + 72'000);
+  EXPECT_EQ(simulate_two_hosts_of_four({IntraHostAlgo::kChain, Bytes(1'000'000)}, data).nanoseconds(),
+            472'000);
+}
+
+TEST(SimulatedTime, HierarchicalAllreduceWithIntraHostBinomialTrees) {
+  // The same cluster and buffer with binomial trees (unsegmented) inside the hosts:
+  //   binomial reduce: floor(lg 4) = 2 steps of the whole 4 MB, 2000 + 40'000 = 42'000 ns (first
+  //     1 -> 0 and 3 -> 2 at once, then 2 -> 0)                                     =  84'000 ns
+  //   ring allreduce of the leaders, as above                                       = 328'000 ns
+  //   binomial broadcast: ceil(lg 4) = 2 steps of 42'000 ns (0 -> 2, then 0 -> 1 and 2 -> 3)
+  //                                                                                 =  84'000 ns
+  // 496'000 ns in all: the chains above save 24'000 ns. With 2 MB segments the buffer fills only 2
+  // of them, fewer than Q = 4, and the automatic choice keeps the trees.
+  const Buffer data = Buffer::meta(DType::kF32, 1'000'000);
+  EXPECT_EQ(
+      simulate_two_hosts_of_four({IntraHostAlgo::kBinomial, Bytes(1'000'000)}, data).nanoseconds(),
+      84'000 + 328'000 + 84'000);
+  EXPECT_EQ(simulate_two_hosts_of_four({IntraHostAlgo::kAuto, Bytes(2'000'000)}, data).nanoseconds(),
+            496'000);
 }
 
 }  // namespace
