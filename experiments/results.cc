@@ -166,7 +166,7 @@ std::vector<std::string> results_header(const std::vector<std::string>& axes) {
   std::vector<std::string> h = {"point"};
   h.insert(h.end(), axes.begin(), axes.end());
   for (const char* c :
-       {"runtime", "world_size", "algorithm", "time_per_iteration_s", "compute_per_iteration_s",
+       {"runtime", "world_size", "algorithm_name", "time_per_iteration_s", "compute_per_iteration_s",
         "exposed_comm_per_iteration_s", "final_loss", "final_full_loss", "samples_per_s"})
     h.emplace_back(c);
   return h;

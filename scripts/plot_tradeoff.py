@@ -11,7 +11,7 @@ algorithm over a bandwidth x latency grid.
 
 A column is plotted on the x axis when its values are bandwidths ("10 Gbps") or times ("5 ms"). Lines
 are the values of the swept algorithm column (an axis whose path starts with "algorithm"), else of the
-"algorithm" column. In the plot against one x column, every other swept column is held at the value of
+"algorithm_name" column. In the plot against one x column, every other swept column is held at the value of
 the first point (so a grid over bandwidth x latency gives the bandwidth curve at the first latency and
 the latency curve at the first bandwidth). Several results.csv files give one row of panels, in order;
 a line keeps its colour in every panel. Lines of algorithms named async_* are dashed: they never wait
@@ -42,7 +42,7 @@ from matplotlib.colors import ListedColormap  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
 # results.csv: point, <one column per sweep axis>, then these fixed columns.
-FIXED = ["runtime", "world_size", "algorithm", "time_per_iteration_s", "compute_per_iteration_s",
+FIXED = ["runtime", "world_size", "algorithm_name", "time_per_iteration_s", "compute_per_iteration_s",
          "exposed_comm_per_iteration_s", "final_loss", "final_full_loss", "samples_per_s"]
 
 BANDWIDTH_UNITS = {
@@ -93,13 +93,13 @@ def read_results(path):
 
 
 def series_label(swept, fixed, series_axis, renames):
-    label = fixed["algorithm"]
+    label = fixed["algorithm_name"]
     if series_axis is not None:
         label = swept[series_axis]
         try:  # a swept algorithm object: its name and parameters
             obj = json.loads(label)
             if isinstance(obj, dict):
-                name = obj.pop("name", fixed["algorithm"])
+                name = obj.pop("name", fixed["algorithm_name"])
                 params = ", ".join(f"{k}={v}" for k, v in obj.items())
                 label = f"{name} ({params})" if params else name
         except ValueError:

@@ -97,7 +97,7 @@ TEST(Results, RowComesFromTheSummaryAlone) {
   const Json reread = parse_json(summary.dump(2), "summary.json");
   EXPECT_EQ(results_row(reread, e.axes), results_row(summary, e.axes));
   EXPECT_EQ(csv_line(results_header(e.axes)),
-            "point,cluster.nic.bandwidth,seed,runtime,world_size,algorithm,time_per_iteration_s,"
+            "point,cluster.nic.bandwidth,seed,runtime,world_size,algorithm_name,time_per_iteration_s,"
             "compute_per_iteration_s,exposed_comm_per_iteration_s,final_loss,final_full_loss,samples_"
             "per_s\n");
   EXPECT_EQ(csv_line(results_row(summary, e.axes)),
