@@ -8,44 +8,64 @@ namespace bagua {
 
 size_t size_of(DType t) {
   switch (t) {
-    case DType::kF32: return 4;
-    case DType::kF64: return 8;
-    case DType::kF16: return 2;
-    case DType::kBF16: return 2;
-    case DType::kU8: return 1;
-    case DType::kI32: return 4;
-    case DType::kI64: return 8;
+    case DType::kF32:
+      return 4;
+    case DType::kF64:
+      return 8;
+    case DType::kF16:
+      return 2;
+    case DType::kBF16:
+      return 2;
+    case DType::kU8:
+      return 1;
+    case DType::kI32:
+      return 4;
+    case DType::kI64:
+      return 8;
   }
   return 1;
 }
 
 std::string to_string(DType t) {
   switch (t) {
-    case DType::kF32: return "f32";
-    case DType::kF64: return "f64";
-    case DType::kF16: return "f16";
-    case DType::kBF16: return "bf16";
-    case DType::kU8: return "u8";
-    case DType::kI32: return "i32";
-    case DType::kI64: return "i64";
+    case DType::kF32:
+      return "f32";
+    case DType::kF64:
+      return "f64";
+    case DType::kF16:
+      return "f16";
+    case DType::kBF16:
+      return "bf16";
+    case DType::kU8:
+      return "u8";
+    case DType::kI32:
+      return "i32";
+    case DType::kI64:
+      return "i64";
   }
   return "?";
 }
 
 std::string to_string(Memory m) {
   switch (m) {
-    case Memory::kHost: return "host";
-    case Memory::kDevice: return "device";
-    case Memory::kMeta: return "meta";
+    case Memory::kHost:
+      return "host";
+    case Memory::kDevice:
+      return "device";
+    case Memory::kMeta:
+      return "meta";
   }
   return "?";
 }
 
 std::string to_string(ReduceOp op) {
   switch (op) {
-    case ReduceOp::kSum: return "sum";
-    case ReduceOp::kMin: return "min";
-    case ReduceOp::kMax: return "max";
+    case ReduceOp::kSum:
+      return "sum";
+    case ReduceOp::kMin:
+      return "min";
+    case ReduceOp::kMax:
+      return "max";
   }
   return "?";
 }
@@ -55,17 +75,26 @@ namespace {
 template <class T>
 void reduce_typed(T* d, const T* s, size_t n, ReduceOp op) {
   switch (op) {
-    case ReduceOp::kSum: for (size_t i = 0; i < n; ++i) d[i] += s[i]; break;
-    case ReduceOp::kMin: for (size_t i = 0; i < n; ++i) d[i] = std::min(d[i], s[i]); break;
-    case ReduceOp::kMax: for (size_t i = 0; i < n; ++i) d[i] = std::max(d[i], s[i]); break;
+    case ReduceOp::kSum:
+      for (size_t i = 0; i < n; ++i)
+        d[i] += s[i];
+      break;
+    case ReduceOp::kMin:
+      for (size_t i = 0; i < n; ++i)
+        d[i] = std::min(d[i], s[i]);
+      break;
+    case ReduceOp::kMax:
+      for (size_t i = 0; i < n; ++i)
+        d[i] = std::max(d[i], s[i]);
+      break;
   }
 }
 
 void check_same_shape(const BufferView& a, const BufferView& b, const char* op) {
-  BAGUA_CHECK(a.dtype() == b.dtype(), std::string(op) + ": dtype " + to_string(a.dtype()) + " vs " +
-                                          to_string(b.dtype()));
-  BAGUA_CHECK(a.count() == b.count(), std::string(op) + ": count " + std::to_string(a.count()) + " vs " +
-                                          std::to_string(b.count()));
+  BAGUA_CHECK(a.dtype() == b.dtype(),
+              std::string(op) + ": dtype " + to_string(a.dtype()) + " vs " + to_string(b.dtype()));
+  BAGUA_CHECK(a.count() == b.count(), std::string(op) + ": count " + std::to_string(a.count()) +
+                                          " vs " + std::to_string(b.count()));
 }
 
 // Host memory: plain loops the compiler vectorizes.
@@ -91,19 +120,30 @@ class HostSpace final : public Space {
     check_same_shape(dst, src, "reduce");
     if (src.is_meta()) return;
     switch (dst.dtype()) {
-      case DType::kF32: reduce_typed(dst.as<float>().data(), src.as<float>().data(), dst.count(), op); break;
-      case DType::kF64: reduce_typed(dst.as<double>().data(), src.as<double>().data(), dst.count(), op); break;
-      case DType::kI32: reduce_typed(dst.as<int32_t>().data(), src.as<int32_t>().data(), dst.count(), op); break;
-      case DType::kI64: reduce_typed(dst.as<int64_t>().data(), src.as<int64_t>().data(), dst.count(), op); break;
-      default: BAGUA_CHECK(false, "reduce of dtype " + to_string(dst.dtype()) + " on the host");
+      case DType::kF32:
+        reduce_typed(dst.as<float>().data(), src.as<float>().data(), dst.count(), op);
+        break;
+      case DType::kF64:
+        reduce_typed(dst.as<double>().data(), src.as<double>().data(), dst.count(), op);
+        break;
+      case DType::kI32:
+        reduce_typed(dst.as<int32_t>().data(), src.as<int32_t>().data(), dst.count(), op);
+        break;
+      case DType::kI64:
+        reduce_typed(dst.as<int64_t>().data(), src.as<int64_t>().data(), dst.count(), op);
+        break;
+      default:
+        BAGUA_CHECK(false, "reduce of dtype " + to_string(dst.dtype()) + " on the host");
     }
   }
   void scale(const BufferView& x, double a) const override {
     if (x.dtype() == DType::kF32) {
       const float af = static_cast<float>(a);
-      for (float& v : x.as<float>()) v *= af;
+      for (float& v : x.as<float>())
+        v *= af;
     } else if (x.dtype() == DType::kF64) {
-      for (double& v : x.as<double>()) v *= a;
+      for (double& v : x.as<double>())
+        v *= a;
     } else {
       BAGUA_CHECK(false, "scale of dtype " + to_string(x.dtype()));
     }
@@ -115,23 +155,36 @@ class HostSpace final : public Space {
       const float af = static_cast<float>(a);
       float* yd = y.as<float>().data();
       const float* xd = x.as<float>().data();
-      for (size_t i = 0; i < y.count(); ++i) yd[i] += af * xd[i];
+      for (size_t i = 0; i < y.count(); ++i)
+        yd[i] += af * xd[i];
     } else if (y.dtype() == DType::kF64) {
       double* yd = y.as<double>().data();
       const double* xd = x.as<double>().data();
-      for (size_t i = 0; i < y.count(); ++i) yd[i] += a * xd[i];
+      for (size_t i = 0; i < y.count(); ++i)
+        yd[i] += a * xd[i];
     } else {
       BAGUA_CHECK(false, "axpy of dtype " + to_string(y.dtype()));
     }
   }
   void fill(const BufferView& x, double v) const override {
     switch (x.dtype()) {
-      case DType::kF32: std::fill_n(x.as<float>().data(), x.count(), static_cast<float>(v)); break;
-      case DType::kF64: std::fill_n(x.as<double>().data(), x.count(), v); break;
-      case DType::kU8: std::fill_n(x.as<uint8_t>().data(), x.count(), static_cast<uint8_t>(v)); break;
-      case DType::kI32: std::fill_n(x.as<int32_t>().data(), x.count(), static_cast<int32_t>(v)); break;
-      case DType::kI64: std::fill_n(x.as<int64_t>().data(), x.count(), static_cast<int64_t>(v)); break;
-      default: BAGUA_CHECK(false, "fill of dtype " + to_string(x.dtype()));
+      case DType::kF32:
+        std::fill_n(x.as<float>().data(), x.count(), static_cast<float>(v));
+        break;
+      case DType::kF64:
+        std::fill_n(x.as<double>().data(), x.count(), v);
+        break;
+      case DType::kU8:
+        std::fill_n(x.as<uint8_t>().data(), x.count(), static_cast<uint8_t>(v));
+        break;
+      case DType::kI32:
+        std::fill_n(x.as<int32_t>().data(), x.count(), static_cast<int32_t>(v));
+        break;
+      case DType::kI64:
+        std::fill_n(x.as<int64_t>().data(), x.count(), static_cast<int64_t>(v));
+        break;
+      default:
+        BAGUA_CHECK(false, "fill of dtype " + to_string(x.dtype()));
     }
   }
 };
@@ -150,7 +203,9 @@ class MetaSpace final : public Space {
     check_same_shape(dst, src, "reduce");
   }
   void scale(const BufferView&, double) const override {}
-  void axpy(const BufferView& y, double, const BufferView& x) const override { check_same_shape(y, x, "axpy"); }
+  void axpy(const BufferView& y, double, const BufferView& x) const override {
+    check_same_shape(y, x, "axpy");
+  }
   void fill(const BufferView&, double) const override {}
 };
 
@@ -176,7 +231,8 @@ BufferView BufferView::slice(size_t offset, size_t count) const {
 
 BufferView BufferView::reinterpret(DType t) const {
   const size_t bytes = count_ * size_of(dtype_);
-  BAGUA_CHECK(bytes % size_of(t) == 0, "reinterpret " + std::to_string(bytes) + " bytes as " + to_string(t));
+  BAGUA_CHECK(bytes % size_of(t) == 0,
+              "reinterpret " + std::to_string(bytes) + " bytes as " + to_string(t));
   return BufferView(data_, bytes / size_of(t), t, space_);
 }
 

@@ -2,8 +2,8 @@
 //
 // A buffer lives in a *space*: host memory, device memory (a backend's, e.g. CUDA), or *meta* — a size
 // and no storage at all, like a PyTorch meta tensor. Every data operation on a meta buffer is a no-op,
-// while every cost (bytes on the wire, modelled compute) is still charged, so that the simulator can run
-// paper-scale models (VGG16 at 128 ranks = 70 GB of replicas) through the very same algorithm code.
+// while every cost (bytes on the wire, modelled compute) is still charged, so that the simulator can
+// run paper-scale models (VGG16 at 128 ranks = 70 GB of replicas) through the very same algorithm code.
 //
 // `Buffer` owns its storage (RAII); `BufferView` is a non-owning (pointer, count, dtype, space) window
 // onto a buffer or part of one. Element-wise work on views goes through core/ops.h, which dispatches on
@@ -25,12 +25,28 @@ enum class DType : uint8_t { kF32, kF64, kF16, kBF16, kU8, kI32, kI64 };
 size_t size_of(DType t);
 std::string to_string(DType t);
 
-template <class T> constexpr DType dtype_of();
-template <> constexpr DType dtype_of<float>() { return DType::kF32; }
-template <> constexpr DType dtype_of<double>() { return DType::kF64; }
-template <> constexpr DType dtype_of<uint8_t>() { return DType::kU8; }
-template <> constexpr DType dtype_of<int32_t>() { return DType::kI32; }
-template <> constexpr DType dtype_of<int64_t>() { return DType::kI64; }
+template <class T>
+constexpr DType dtype_of();
+template <>
+constexpr DType dtype_of<float>() {
+  return DType::kF32;
+}
+template <>
+constexpr DType dtype_of<double>() {
+  return DType::kF64;
+}
+template <>
+constexpr DType dtype_of<uint8_t>() {
+  return DType::kU8;
+}
+template <>
+constexpr DType dtype_of<int32_t>() {
+  return DType::kI32;
+}
+template <>
+constexpr DType dtype_of<int64_t>() {
+  return DType::kI64;
+}
 
 enum class Memory : uint8_t { kHost, kDevice, kMeta };
 std::string to_string(Memory m);
@@ -95,7 +111,8 @@ class BufferView {
   // Typed host access; checks dtype and that the data is host memory.
   template <class T>
   std::span<T> as() const {
-    BAGUA_CHECK(dtype_ == dtype_of<T>(), "buffer is " + to_string(dtype_) + ", accessed as another dtype");
+    BAGUA_CHECK(dtype_ == dtype_of<T>(),
+                "buffer is " + to_string(dtype_) + ", accessed as another dtype");
     BAGUA_CHECK(memory() == Memory::kHost, "typed access to a " + to_string(memory()) + " buffer");
     return std::span<T>(static_cast<T*>(data_), count_);
   }
@@ -128,12 +145,16 @@ class Buffer {
   Bytes bytes() const { return view_.bytes(); }
   bool is_meta() const { return view_.is_meta(); }
   template <class T>
-  std::span<T> as() const { return view_.as<T>(); }
+  std::span<T> as() const {
+    return view_.as<T>();
+  }
 
  private:
   struct Release {
     const Space* space;
-    void operator()(void* p) const { if (p) space->deallocate(p); }
+    void operator()(void* p) const {
+      if (p) space->deallocate(p);
+    }
   };
   std::unique_ptr<void, Release> storage_{nullptr, Release{&host_space()}};
   BufferView view_;

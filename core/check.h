@@ -27,8 +27,8 @@ class InternalError : public std::logic_error {
 namespace detail {
 [[noreturn]] void check_failed(const char* file, int line, const char* cond, const std::string& msg);
 template <class A, class B>
-[[noreturn]] void check_eq_failed(const char* file, int line, const char* ea, const char* eb, const A& a,
-                                  const B& b, const std::string& what) {
+[[noreturn]] void check_eq_failed(const char* file, int line, const char* ea, const char* eb,
+                                  const A& a, const B& b, const std::string& what) {
   std::ostringstream os;
   os << what << ": " << ea << " = " << a << ", " << eb << " = " << b;
   check_failed(file, line, "equality", os.str());

@@ -3,8 +3,8 @@
 // On the simulator, compute(work) advances the calling stream's virtual time by a device model:
 //   duration + max(flops / peak flops, memory bytes / memory bandwidth)     (a roofline)
 // On a real runtime, modelled arithmetic (flops, memory) costs nothing extra — the arithmetic really
-// happened — while a profiled `duration` is emulated for real, so that profile workloads of large models
-// put real compute gaps between real communication.
+// happened — while a profiled `duration` is emulated for real, so that profile workloads of large
+// models put real compute gaps between real communication.
 #pragma once
 
 #include "core/units.h"
@@ -12,11 +12,13 @@
 namespace bagua {
 
 struct Work {
-  double flops = 0;        // floating-point operations of real or modelled arithmetic
-  Bytes memory{0};         // bytes through device memory
-  Time duration{};         // a profiled duration, charged as is (and emulated on real runtimes)
+  double flops = 0;  // floating-point operations of real or modelled arithmetic
+  Bytes memory{0};   // bytes through device memory
+  Time duration{};   // a profiled duration, charged as is (and emulated on real runtimes)
 
-  Work operator+(const Work& o) const { return {flops + o.flops, memory + o.memory, duration + o.duration}; }
+  Work operator+(const Work& o) const {
+    return {flops + o.flops, memory + o.memory, duration + o.duration};
+  }
   bool empty() const { return flops == 0 && memory.count() == 0 && duration == Time::zero(); }
 };
 

@@ -1,11 +1,11 @@
 // RankContext: everything one rank's code may use — its transport, its clock, streams and events, and
-// the space its tensors live in. A backend (netsim, threads, mpi, nccl) provides one per rank; algorithm,
-// primitive and trainer code takes a RankContext& and never learns which backend it runs on.
+// the space its tensors live in. A backend (netsim, threads, mpi, nccl) provides one per rank;
+// algorithm, primitive and trainer code takes a RankContext& and never learns which backend it runs on.
 //
 // Streams: a stream runs submitted tasks one after another, in submission order, concurrently with the
 // stream that submitted them (a second fiber in the simulator, a thread on a real runtime). The trainer
-// runs on the rank's main (compute) stream; communication goes to a communication stream, so buckets are
-// communicated while the backward pass of earlier layers still computes.
+// runs on the rank's main (compute) stream; communication goes to a communication stream, so buckets
+// are communicated while the backward pass of earlier layers still computes.
 //
 // Rule for shared state between streams: a critical section (std::mutex) must not block on the
 // transport, the clock or an event — in the simulator all streams of all ranks share one OS thread.
@@ -48,7 +48,8 @@ class Tracer {
  public:
   virtual ~Tracer() = default;
   // `track` separates lanes of one rank: 0 compute, 1 communication, 2+ others.
-  virtual void span(std::string_view name, std::string_view category, int track, Time begin, Time end) = 0;
+  virtual void span(std::string_view name, std::string_view category, int track, Time begin,
+                    Time end) = 0;
 };
 
 class RankContext {
@@ -67,7 +68,11 @@ class RankContext {
 class TraceScope {
  public:
   TraceScope(RankContext& ctx, std::string name, std::string_view category, int track)
-      : ctx_(ctx), name_(std::move(name)), category_(category), track_(track), begin_(ctx.clock().now()) {}
+      : ctx_(ctx),
+        name_(std::move(name)),
+        category_(category),
+        track_(track),
+        begin_(ctx.clock().now()) {}
   ~TraceScope() {
     if (Tracer* t = ctx_.tracer()) t->span(name_, category_, track_, begin_, ctx_.clock().now());
   }

@@ -13,10 +13,14 @@ void copy(const BufferView& dst, const BufferView& src) {
 void reduce(const BufferView& dst, const BufferView& src, ReduceOp op) {
   (src.is_meta() ? meta_space() : dst.space()).reduce(dst, src, op);
 }
-void scale(const BufferView& x, double a) { x.space().scale(x, a); }
+void scale(const BufferView& x, double a) {
+  x.space().scale(x, a);
+}
 void axpy(const BufferView& y, double a, const BufferView& x) {
   (x.is_meta() ? meta_space() : y.space()).axpy(y, a, x);
 }
-void fill(const BufferView& x, double v) { x.space().fill(x, v); }
+void fill(const BufferView& x, double v) {
+  x.space().fill(x, v);
+}
 
 }  // namespace bagua

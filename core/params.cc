@@ -9,10 +9,14 @@ namespace bagua {
 
 std::string to_string(ParamType t) {
   switch (t) {
-    case ParamType::kBool: return "bool";
-    case ParamType::kInt: return "integer";
-    case ParamType::kDouble: return "number";
-    case ParamType::kString: return "string";
+    case ParamType::kBool:
+      return "bool";
+    case ParamType::kInt:
+      return "integer";
+    case ParamType::kDouble:
+      return "number";
+    case ParamType::kString:
+      return "string";
   }
   return "?";
 }
@@ -22,9 +26,12 @@ std::string to_string(const ParamValue& v) {
   std::visit(
       [&](const auto& x) {
         using T = std::decay_t<decltype(x)>;
-        if constexpr (std::is_same_v<T, bool>) os << (x ? "true" : "false");
-        else if constexpr (std::is_same_v<T, std::string>) os << '"' << x << '"';
-        else os << x;
+        if constexpr (std::is_same_v<T, bool>)
+          os << (x ? "true" : "false");
+        else if constexpr (std::is_same_v<T, std::string>)
+          os << '"' << x << '"';
+        else
+          os << x;
       },
       v);
   return os.str();
@@ -47,14 +54,21 @@ ParamSchema& ParamSchema::add_int(std::string name, int64_t def, std::string des
 ParamSchema& ParamSchema::add_double(std::string name, double def, std::string description,
                                      std::optional<double> min, std::optional<double> max,
                                      bool min_exclusive) {
-  specs_.push_back({std::move(name), ParamType::kDouble, def, std::move(description), min, max, {}, min_exclusive});
+  specs_.push_back(
+      {std::move(name), ParamType::kDouble, def, std::move(description), min, max, {}, min_exclusive});
   return *this;
 }
 
 ParamSchema& ParamSchema::add_string(std::string name, std::string def, std::string description,
                                      std::vector<std::string> choices) {
-  specs_.push_back(
-      {std::move(name), ParamType::kString, std::move(def), std::move(description), {}, {}, std::move(choices), false});
+  specs_.push_back({std::move(name),
+                    ParamType::kString,
+                    std::move(def),
+                    std::move(description),
+                    {},
+                    {},
+                    std::move(choices),
+                    false});
   return *this;
 }
 
@@ -70,7 +84,8 @@ const ParamSpec* ParamSchema::find(const std::string& name) const {
   return nullptr;
 }
 
-std::optional<std::string> ParamSchema::validate(const std::string& name, const ParamValue& value) const {
+std::optional<std::string> ParamSchema::validate(const std::string& name,
+                                                 const ParamValue& value) const {
   const ParamSpec* s = find(name);
   if (!s) return "unknown parameter";
   auto type_of = [](const ParamValue& v) {
@@ -78,11 +93,13 @@ std::optional<std::string> ParamSchema::validate(const std::string& name, const 
   };
   const bool int_as_double = s->type == ParamType::kDouble && type_of(value) == ParamType::kInt;
   if (type_of(value) != s->type && !int_as_double) {
-    return "expected " + to_string(s->type) + ", got " + to_string(type_of(value)) + " " + to_string(value);
+    return "expected " + to_string(s->type) + ", got " + to_string(type_of(value)) + " " +
+           to_string(value);
   }
   if (s->type == ParamType::kInt || s->type == ParamType::kDouble) {
-    const double x = std::holds_alternative<int64_t>(value) ? static_cast<double>(std::get<int64_t>(value))
-                                                            : std::get<double>(value);
+    const double x = std::holds_alternative<int64_t>(value)
+                         ? static_cast<double>(std::get<int64_t>(value))
+                         : std::get<double>(value);
     if (!std::isfinite(x)) return "must be finite, got " + to_string(value);
     if (s->min && (s->min_exclusive ? !(x > *s->min) : !(x >= *s->min))) {
       std::ostringstream os;
@@ -109,7 +126,8 @@ std::optional<std::string> ParamSchema::validate(const std::string& name, const 
 }
 
 Params::Params(const ParamSchema& schema, const std::map<std::string, ParamValue>& values) {
-  for (const ParamSpec& s : schema.specs()) values_[s.name] = s.default_value;
+  for (const ParamSpec& s : schema.specs())
+    values_[s.name] = s.default_value;
   for (const auto& [k, v] : values) {
     BAGUA_CHECK(schema.find(k) != nullptr, "parameter '" + k + "' is not declared");
     values_[k] = v;

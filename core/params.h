@@ -26,20 +26,21 @@ struct ParamSpec {
   ParamType type = ParamType::kDouble;
   ParamValue default_value;
   std::string description;
-  std::optional<double> min;           // inclusive, for kInt and kDouble
-  std::optional<double> max;           // inclusive
-  std::vector<std::string> choices;    // for kString; empty = any
-  bool min_exclusive = false;          // min is exclusive (e.g. a learning rate > 0)
+  std::optional<double> min;         // inclusive, for kInt and kDouble
+  std::optional<double> max;         // inclusive
+  std::vector<std::string> choices;  // for kString; empty = any
+  bool min_exclusive = false;        // min is exclusive (e.g. a learning rate > 0)
 };
 
 class ParamSchema {
  public:
   ParamSchema& add_bool(std::string name, bool def, std::string description);
   ParamSchema& add_int(std::string name, int64_t def, std::string description,
-                       std::optional<int64_t> min = std::nullopt, std::optional<int64_t> max = std::nullopt);
+                       std::optional<int64_t> min = std::nullopt,
+                       std::optional<int64_t> max = std::nullopt);
   ParamSchema& add_double(std::string name, double def, std::string description,
-                          std::optional<double> min = std::nullopt, std::optional<double> max = std::nullopt,
-                          bool min_exclusive = false);
+                          std::optional<double> min = std::nullopt,
+                          std::optional<double> max = std::nullopt, bool min_exclusive = false);
   ParamSchema& add_string(std::string name, std::string def, std::string description,
                           std::vector<std::string> choices = {});
   // Adds every entry of `other` (e.g. a compressor's parameters inside an algorithm's).

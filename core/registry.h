@@ -43,7 +43,8 @@ class Registry {
   const Entry& at(const std::string& name) const {
     if (const Entry* e = find(name)) return *e;
     std::string known;
-    for (const auto& [n, e] : entries_) known += (known.empty() ? "" : ", ") + n;
+    for (const auto& [n, e] : entries_)
+      known += (known.empty() ? "" : ", ") + n;
     throw ConfigError("unknown " + kind_ + " '" + name + "' (known: " + known + ")");
   }
   std::unique_ptr<T> create(const std::string& name, const Params& params, Args... args) const {
@@ -51,7 +52,8 @@ class Registry {
   }
   std::vector<const Entry*> entries() const {
     std::vector<const Entry*> out;
-    for (const auto& [n, e] : entries_) out.push_back(&e);
+    for (const auto& [n, e] : entries_)
+      out.push_back(&e);
     return out;
   }
   const std::string& kind() const { return kind_; }

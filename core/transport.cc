@@ -24,7 +24,8 @@ bool HostLayout::uniform() const {
 
 HostLayout host_layout(const Transport& t) {
   std::map<int, std::vector<int>> by_host;
-  for (int r = 0; r < t.size(); ++r) by_host[t.host_of(r)].push_back(r);
+  for (int r = 0; r < t.size(); ++r)
+    by_host[t.host_of(r)].push_back(r);
   HostLayout layout;
   for (auto& [host, ranks] : by_host) {
     for (size_t i = 0; i < ranks.size(); ++i) {

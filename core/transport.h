@@ -3,7 +3,8 @@
 // Terms:
 //   rank, size   this rank's index in its group and the group's size
 //   host         the physical host a rank runs on (ranks on one host share fast intra-host links)
-//   tag          names one operation (a collective on one bucket, say); messages between the same pair of
+//   tag          names one operation (a collective on one bucket, say); messages between the same pair
+//   of
 //                ranks, in the same group, with the same tag are matched in the order they were posted
 //   request      the handle of a non-blocking send or receive, with SimGrid's life cycle:
 //                start (isend/irecv), test, wait; a blocking call is start + wait
@@ -46,8 +47,9 @@ class Transport {
   virtual RequestPtr isend(const BufferView& data, int dst, Tag tag) = 0;
   virtual RequestPtr irecv(const BufferView& data, int src, Tag tag) = 0;
 
-  // A transport over `ranks` (this group's numbering, containing this rank, no repeats); this rank's new
-  // number is its position in the list. Every member calls it with the same list; non-members do not.
+  // A transport over `ranks` (this group's numbering, containing this rank, no repeats); this rank's
+  // new number is its position in the list. Every member calls it with the same list; non-members do
+  // not.
   virtual std::unique_ptr<Transport> subgroup(std::span<const int> ranks) = 0;
 
   // The backend's own allreduce (MPI_Allreduce, ncclAllReduce), in place, offered as a baseline.

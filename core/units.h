@@ -35,11 +35,19 @@ class Time {
   constexpr auto operator<=>(const Time&) const = default;
   constexpr Time operator+(Time o) const { return Time(ns_ + o.ns_); }
   constexpr Time operator-(Time o) const { return Time(ns_ - o.ns_); }
-  constexpr Time& operator+=(Time o) { ns_ += o.ns_; return *this; }
-  constexpr Time& operator-=(Time o) { ns_ -= o.ns_; return *this; }
+  constexpr Time& operator+=(Time o) {
+    ns_ += o.ns_;
+    return *this;
+  }
+  constexpr Time& operator-=(Time o) {
+    ns_ -= o.ns_;
+    return *this;
+  }
   constexpr Time operator*(int64_t k) const { return Time(ns_ * k); }
   // Scaling by a model factor (latency factor, efficiency): rounded to the nearest nanosecond.
-  Time scaled(double f) const { return Time(static_cast<int64_t>(std::llround(static_cast<double>(ns_) * f))); }
+  Time scaled(double f) const {
+    return Time(static_cast<int64_t>(std::llround(static_cast<double>(ns_) * f)));
+  }
 
  private:
   constexpr explicit Time(int64_t v) : ns_(v) {}
@@ -54,7 +62,10 @@ class Bytes {
   constexpr auto operator<=>(const Bytes&) const = default;
   constexpr Bytes operator+(Bytes o) const { return Bytes(n_ + o.n_); }
   constexpr Bytes operator-(Bytes o) const { return Bytes(n_ - o.n_); }
-  constexpr Bytes& operator+=(Bytes o) { n_ += o.n_; return *this; }
+  constexpr Bytes& operator+=(Bytes o) {
+    n_ += o.n_;
+    return *this;
+  }
   constexpr Bytes operator*(int64_t k) const { return Bytes(n_ * k); }
 
  private:
@@ -89,8 +100,8 @@ inline Time operator/(Bytes b, Bandwidth bw) {
   return Time::ns(static_cast<int64_t>(std::ceil(ns - 1e-6)));
 }
 
-std::string to_string(Time t);       // "1.234 ms"
-std::string to_string(Bytes b);      // "10 MiB" / "1234 B"
-std::string to_string(Bandwidth bw); // "100 Gbit/s"
+std::string to_string(Time t);        // "1.234 ms"
+std::string to_string(Bytes b);       // "10 MiB" / "1234 B"
+std::string to_string(Bandwidth bw);  // "100 Gbit/s"
 
 }  // namespace bagua

@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <iostream>
+#include <string>
 #include <thread>
 
 #include "core/check.h"
@@ -141,7 +142,9 @@ int run_cli(int argc, char** argv) {
     const int failed = run_experiment(e, *components, backends, run_options, std::cout, std::cerr);
     return failed == 0 ? 0 : kExitPointFailed;
   } catch (const ConfigError& e) {
-    if (may_print) std::cerr << "config error: " << e.what() << std::endl;
+    // One write of the whole line: under mpirun, stderr is forwarded in the pieces it was written in,
+    // and mpirun's own report of the failed job could otherwise land inside the line.
+    if (may_print) std::cerr << (std::string("config error: ") + e.what() + "\n") << std::flush;
     return kExitConfigError;
   }
 }

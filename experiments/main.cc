@@ -1,6 +1,7 @@
 // The `bagua` command line: experiments/cli.h.
 #include <exception>
 #include <iostream>
+#include <string>
 
 #include "experiments/cli.h"
 
@@ -8,7 +9,7 @@ int main(int argc, char** argv) {
   try {
     return bagua::experiments::run_cli(argc, argv);
   } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << std::endl;
+    std::cerr << (std::string("error: ") + e.what() + "\n") << std::flush;  // one write: see cli.cc
     return 1;
   }
 }

@@ -272,7 +272,7 @@ int run_experiment(const Experiment& e, const Components& c, Backends& backends,
       failures.push_back(
           std::string(dynamic_cast<const ConfigError*>(&err) ? "config error: " : "error: ") +
           "point " + p.id + ": " + err.what());
-      if (chatty) progress << failures.back() << std::endl;
+      if (chatty) progress << (failures.back() + "\n") << std::flush;
     }
   };
 

@@ -22,9 +22,10 @@ struct LinkSpec {
   Time latency;
 };
 
-// A device (GPU) model for Clock::compute: duration + max(flops / peak_flops, memory / memory_bandwidth).
-// Each term is rounded up to whole nanoseconds; a zero peak_flops or memory_bandwidth leaves its term
-// out (that resource is not modelled). A rank's streams compute concurrently, without contending.
+// A device (GPU) model for Clock::compute: duration + max(flops / peak_flops, memory /
+// memory_bandwidth). Each term is rounded up to whole nanoseconds; a zero peak_flops or
+// memory_bandwidth leaves its term out (that resource is not modelled). A rank's streams compute
+// concurrently, without contending.
 struct DeviceSpec {
   double peak_flops = 0;       // FLOP/s
   Bandwidth memory_bandwidth;  // device memory
@@ -84,7 +85,7 @@ struct RankStats {
 };
 
 struct LinkStats {
-  std::string name;    // e.g. "host3.nic.up"
+  std::string name;  // e.g. "host3.nic.up"
   Bytes carried;
   double utilization;  // carried / (bandwidth * simulated time)
 };

@@ -56,8 +56,10 @@ void AsyncModelAverage::apply_update(TrainState& s) {
 }
 
 void AsyncModelAverage::read_weights(TrainState& s, const std::function<void()>& read) {
-  if (averager_ && averager_->started()) averager_->locked(read);
-  else read();
+  if (averager_ && averager_->started())
+    averager_->locked(read);
+  else
+    read();
 }
 
 void AsyncModelAverage::finish(TrainState& s) {

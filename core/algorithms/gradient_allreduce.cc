@@ -7,7 +7,8 @@ namespace bagua {
 ParamSchema GradientAllreduce::schema() {
   ParamSchema s;
   // Defaults are Bagua's: GradientAllReduceAlgorithm(hierarchical=False, average=True).
-  s.add_bool("hierarchical", false, "intra-host reduce, allreduce among host leaders, intra-host broadcast");
+  s.add_bool("hierarchical", false,
+             "intra-host reduce, allreduce among host leaders, intra-host broadcast");
   s.add_bool("average", true, "average the gradients (false: sum them)");
   s.add_string("allreduce", "ring", "allreduce algorithm", collectives::allreduce_algo_names());
   return s;
@@ -19,7 +20,8 @@ GradientAllreduce::GradientAllreduce(const Params& params)
       algo_(collectives::parse_allreduce_algo(params.get_string("allreduce"))) {}
 
 void GradientAllreduce::init(TrainState& s) {
-  primitive_ = std::make_unique<CentralizedFullPrecision>(s.ctx.transport(), hierarchical_, average_, algo_);
+  primitive_ =
+      std::make_unique<CentralizedFullPrecision>(s.ctx.transport(), hierarchical_, average_, algo_);
 }
 
 void GradientAllreduce::on_bucket_ready(TrainState& s, const Bucket& b) {
@@ -30,6 +32,8 @@ void GradientAllreduce::on_bucket_ready(TrainState& s, const Bucket& b) {
   });
 }
 
-void GradientAllreduce::after_backward(TrainState& s) { s.comm.synchronize(); }
+void GradientAllreduce::after_backward(TrainState& s) {
+  s.comm.synchronize();
+}
 
 }  // namespace bagua

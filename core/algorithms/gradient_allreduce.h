@@ -1,7 +1,8 @@
-// gradient_allreduce — Bagua's GradientAllReduceAlgorithm (bagua/torch_api/algorithms/gradient_allreduce.py):
-// each bucket of gradients is averaged over all ranks with C_FP_S the moment the bucket is ready, on
-// the communication stream, so it overlaps the backward pass of earlier layers; the optimizer then
-// steps with the averaged gradients. With exact arithmetic this is plain large-batch SGD.
+// gradient_allreduce — Bagua's GradientAllReduceAlgorithm
+// (bagua/torch_api/algorithms/gradient_allreduce.py): each bucket of gradients is averaged over all
+// ranks with C_FP_S the moment the bucket is ready, on the communication stream, so it overlaps the
+// backward pass of earlier layers; the optimizer then steps with the averaged gradients. With exact
+// arithmetic this is plain large-batch SGD.
 #pragma once
 
 #include <memory>

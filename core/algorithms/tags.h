@@ -10,17 +10,18 @@
 namespace bagua::tags {
 
 enum Channel : Tag {
-  kGradient = 1,   // gradients of a bucket
-  kWeights = 2,    // weights (decentralized, model averaging)
-  kMomentum = 3,   // optimizer state (QAdam)
-  kControl = 4,    // small control messages
-  kBackground = 5, // background loops (asynchronous averaging)
+  kGradient = 1,    // gradients of a bucket
+  kWeights = 2,     // weights (decentralized, model averaging)
+  kMomentum = 3,    // optimizer state (QAdam)
+  kControl = 4,     // small control messages
+  kBackground = 5,  // background loops (asynchronous averaging)
 };
 
 constexpr int kIndexBits = 20;  // a million buckets per channel
 
 inline Tag bucket(Channel channel, int index) {
-  BAGUA_CHECK(index >= 0 && index < (1 << kIndexBits), "bucket index " + std::to_string(index) + " out of range");
+  BAGUA_CHECK(index >= 0 && index < (1 << kIndexBits),
+              "bucket index " + std::to_string(index) + " out of range");
   return (static_cast<Tag>(channel) << kIndexBits) | static_cast<Tag>(index);
 }
 

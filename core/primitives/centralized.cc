@@ -10,12 +10,16 @@ CentralizedFullPrecision::CentralizedFullPrecision(Transport& world, bool hierar
 
 void CentralizedFullPrecision::allreduce(const BufferView& bucket, Tag tag) {
   if (groups_) {
-    if (average_) collectives::hierarchical_allreduce_average(*groups_, bucket, tag, algo_);
-    else collectives::hierarchical_allreduce(*groups_, bucket, ReduceOp::kSum, tag, algo_);
+    if (average_)
+      collectives::hierarchical_allreduce_average(*groups_, bucket, tag, algo_);
+    else
+      collectives::hierarchical_allreduce(*groups_, bucket, ReduceOp::kSum, tag, algo_);
     return;
   }
-  if (average_) collectives::allreduce_average(world_, bucket, tag, algo_);
-  else collectives::allreduce(world_, bucket, ReduceOp::kSum, tag, algo_);
+  if (average_)
+    collectives::allreduce_average(world_, bucket, tag, algo_);
+  else
+    collectives::allreduce(world_, bucket, ReduceOp::kSum, tag, algo_);
 }
 
 }  // namespace bagua

@@ -1,5 +1,5 @@
-// C_FP_S — centralized, full precision, synchronous (Bagua's taxonomy): every rank ends with the sum (or
-// the average) of every rank's bucket.
+// C_FP_S — centralized, full precision, synchronous (Bagua's taxonomy): every rank ends with the sum
+// (or the average) of every rank's bucket.
 //
 // Flat: one allreduce over the world. Hierarchical: intra-host reduce to the host leader, the allreduce
 // among host leaders, intra-host broadcast (collectives::hierarchical_allreduce). Both give the same

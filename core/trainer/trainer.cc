@@ -65,14 +65,17 @@ TrainResult train(RankContext& ctx, Model& model, Optimizer& optimizer, Algorith
   Tensors tensors = make_tensors(ctx, model);
   std::unique_ptr<Stream> comm = ctx.make_stream("communication");
 
-  TrainState state{ctx, model, optimizer, tensors.weights, tensors.grads,
-                   make_buckets(layers, options.bucket_bytes), *comm, 0};
+  TrainState state{ctx,           model,
+                   optimizer,     tensors.weights,
+                   tensors.grads, make_buckets(layers, options.bucket_bytes),
+                   *comm,         0};
   algorithm.init(state);
 
   // Which bucket each layer belongs to, and how many of a bucket's layers are still pending.
   std::vector<int> bucket_of(layers.size(), -1);
   for (const Bucket& b : state.buckets)
-    for (int l : b.layers) bucket_of[static_cast<size_t>(l)] = b.index;
+    for (int l : b.layers)
+      bucket_of[static_cast<size_t>(l)] = b.index;
   for (size_t l = 0; l < layers.size(); ++l)
     BAGUA_CHECK(bucket_of[l] >= 0, "layer " + std::to_string(l) + " is in no bucket");
 
@@ -107,12 +110,14 @@ TrainResult train(RankContext& ctx, Model& model, Optimizer& optimizer, Algorith
     Time in_hooks;
 
     // Forward: every layer's modelled cost, in forward order.
-    for (const Layer& layer : layers) clock.compute(layer.forward);
+    for (const Layer& layer : layers)
+      clock.compute(layer.forward);
 
     // Backward: layer by layer, last first; a bucket is handed to the algorithm (overlap) the moment
     // its last layer's gradients are final.
     std::vector<size_t> pending(state.buckets.size());
-    for (const Bucket& b : state.buckets) pending[static_cast<size_t>(b.index)] = b.layers.size();
+    for (const Bucket& b : state.buckets)
+      pending[static_cast<size_t>(b.index)] = b.layers.size();
     int next_ready = 0;  // buckets become ready strictly in index order
     rec.loss = model.forward_backward(tensors.model_weights(), tensors.model_grads(), step, [&](int l) {
       const Layer& layer = layers[static_cast<size_t>(l)];
@@ -121,7 +126,8 @@ TrainResult train(RankContext& ctx, Model& model, Optimizer& optimizer, Algorith
         copy(tensors.grads.view().slice(layer.offset, layer.count),
              tensors.host_grads.view().slice(layer.offset, layer.count));
       const int b = bucket_of[static_cast<size_t>(l)];
-      BAGUA_CHECK(pending[static_cast<size_t>(b)] > 0, "layer " + std::to_string(l) + " reported ready twice");
+      BAGUA_CHECK(pending[static_cast<size_t>(b)] > 0,
+                  "layer " + std::to_string(l) + " reported ready twice");
       if (--pending[static_cast<size_t>(b)] == 0) {
         BAGUA_CHECK_EQ(b, next_ready, "buckets must complete in backward order");
         ++next_ready;
@@ -136,7 +142,8 @@ TrainResult train(RankContext& ctx, Model& model, Optimizer& optimizer, Algorith
     BAGUA_CHECK_EQ(static_cast<size_t>(next_ready), state.buckets.size(),
                    "every layer must be reported ready in each backward pass");
     if (!options.overlap)
-      for (const Bucket& b : state.buckets) algorithm.on_bucket_ready(state, b);
+      for (const Bucket& b : state.buckets)
+        algorithm.on_bucket_ready(state, b);
 
     algorithm.after_backward(state);
     const Time update_begin = clock.now();
@@ -147,7 +154,8 @@ TrainResult train(RankContext& ctx, Model& model, Optimizer& optimizer, Algorith
     rec.end = clock.now();
 
     const bool last = step + 1 == options.iterations;
-    if (!last && options.eval_interval > 0 && (step + 1) % options.eval_interval == 0) rec.full_loss = full_loss();
+    if (!last && options.eval_interval > 0 && (step + 1) % options.eval_interval == 0)
+      rec.full_loss = full_loss();
     result.iterations.push_back(rec);
   }
 

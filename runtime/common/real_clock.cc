@@ -5,7 +5,8 @@
 namespace bagua::runtime {
 
 Time RealClock::now() const {
-  return Time::ns(std::chrono::duration_cast<std::chrono::nanoseconds>(Steady::now() - origin_).count());
+  return Time::ns(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Steady::now() - origin_).count());
 }
 
 Time RealClock::compute(const Work& work) {

@@ -153,7 +153,8 @@ int NcclWorld::device() const {
 
 void NcclWorld::run(const std::function<void(RankContext&)>& body) {
   context_->lanes().set_compute_thread(std::this_thread::get_id());
-  // As under MPI: a config error every rank shares is thrown on every rank; anything else aborts the job.
+  // As under MPI: a config error every rank shares is thrown on every rank; anything else aborts the
+  // job.
   mpi_->guard([&] {
     use_device(device());
     body(*context_);

@@ -40,15 +40,18 @@ class RecvRequest final : public Request {
 
 }  // namespace
 
-void Mailbox::deliver(Slot& slot, const BufferView& into, const uint8_t* bytes, int64_t size, bool meta) {
+void Mailbox::deliver(Slot& slot, const BufferView& into, const uint8_t* bytes, int64_t size,
+                      bool meta) {
   BAGUA_CHECK(into.bytes().count() == size, "receive of " + std::to_string(into.bytes().count()) +
-                                                " bytes matched a send of " + std::to_string(size) + " bytes");
+                                                " bytes matched a send of " + std::to_string(size) +
+                                                " bytes");
   if (!meta && !into.is_meta() && size > 0) {
     if (into.is_host()) {
       std::memcpy(into.data(), bytes, static_cast<size_t>(size));
     } else {
       const std::vector<uint8_t> tmp(bytes, bytes + size);
-      copy(into, BufferView(const_cast<uint8_t*>(tmp.data()), into.count(), into.dtype(), &host_space()));
+      copy(into,
+           BufferView(const_cast<uint8_t*>(tmp.data()), into.count(), into.dtype(), &host_space()));
     }
   }
   slot.done = true;
@@ -67,7 +70,8 @@ void Mailbox::post_send(const Key& key, const BufferView& data) {
   }
   std::lock_guard<std::mutex> lock(mu_);
   Queue& q = queues_[key];
-  while (!q.receives.empty() && q.receives.front().first->cancelled) q.receives.pop_front();
+  while (!q.receives.empty() && q.receives.front().first->cancelled)
+    q.receives.pop_front();
   if (!q.receives.empty()) {
     auto [slot, into] = std::move(q.receives.front());
     q.receives.pop_front();
@@ -132,13 +136,17 @@ uint64_t subgroup_id(uint64_t parent, std::span<const int> world_members) {
     }
   };
   mix(world_members.size());
-  for (int m : world_members) mix(static_cast<uint64_t>(m));
+  for (int m : world_members)
+    mix(static_cast<uint64_t>(m));
   return h;
 }
 
-ThreadsTransport::ThreadsTransport(std::shared_ptr<Mailbox> mailbox, uint64_t group, std::vector<int> members,
-                                   std::vector<int> hosts, int rank)
-    : mailbox_(std::move(mailbox)), group_(group), members_(std::move(members)), hosts_(std::move(hosts)),
+ThreadsTransport::ThreadsTransport(std::shared_ptr<Mailbox> mailbox, uint64_t group,
+                                   std::vector<int> members, std::vector<int> hosts, int rank)
+    : mailbox_(std::move(mailbox)),
+      group_(group),
+      members_(std::move(members)),
+      hosts_(std::move(hosts)),
       rank_(rank) {}
 
 int ThreadsTransport::host_of(int rank) const {
@@ -153,8 +161,8 @@ void ThreadsTransport::check_peer(int peer, const char* what) const {
 
 RequestPtr ThreadsTransport::isend(const BufferView& data, int dst, Tag tag) {
   check_peer(dst, "isend");
-  mailbox_->post_send({group_, members_[static_cast<size_t>(rank_)], members_[static_cast<size_t>(dst)], tag},
-                      data);
+  mailbox_->post_send(
+      {group_, members_[static_cast<size_t>(rank_)], members_[static_cast<size_t>(dst)], tag}, data);
   return std::make_unique<DoneRequest>();
 }
 
@@ -172,7 +180,8 @@ std::unique_ptr<Transport> ThreadsTransport::subgroup(std::span<const int> ranks
   int me = -1;
   for (size_t i = 0; i < ranks.size(); ++i) {
     check_peer(ranks[i], "subgroup");
-    BAGUA_CHECK(seen.insert(ranks[i]).second, "subgroup lists rank " + std::to_string(ranks[i]) + " twice");
+    BAGUA_CHECK(seen.insert(ranks[i]).second,
+                "subgroup lists rank " + std::to_string(ranks[i]) + " twice");
     if (ranks[i] == rank_) me = static_cast<int>(i);
     members.push_back(members_[static_cast<size_t>(ranks[i])]);
     hosts.push_back(hosts_[static_cast<size_t>(ranks[i])]);

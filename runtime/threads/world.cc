@@ -33,10 +33,12 @@ class ThreadsContext final : public RankContext {
 
 }  // namespace
 
-ThreadsWorld::ThreadsWorld(int ranks, int ranks_per_host) : ranks_(ranks), ranks_per_host_(ranks_per_host) {
+ThreadsWorld::ThreadsWorld(int ranks, int ranks_per_host)
+    : ranks_(ranks), ranks_per_host_(ranks_per_host) {
   if (ranks < 1) throw ConfigError("threads world: ranks must be >= 1, got " + std::to_string(ranks));
   if (ranks_per_host < 1)
-    throw ConfigError("threads world: ranks_per_host must be >= 1, got " + std::to_string(ranks_per_host));
+    throw ConfigError("threads world: ranks_per_host must be >= 1, got " +
+                      std::to_string(ranks_per_host));
 }
 
 void ThreadsWorld::run(const std::function<void(RankContext&)>& body) {
@@ -44,7 +46,8 @@ void ThreadsWorld::run(const std::function<void(RankContext&)>& body) {
   std::vector<int> members(static_cast<size_t>(ranks_));
   std::iota(members.begin(), members.end(), 0);
   std::vector<int> hosts(members.size());
-  for (size_t r = 0; r < hosts.size(); ++r) hosts[r] = static_cast<int>(r) / ranks_per_host_;
+  for (size_t r = 0; r < hosts.size(); ++r)
+    hosts[r] = static_cast<int>(r) / ranks_per_host_;
   const RealClock clock;
 
   std::mutex mu;
@@ -65,7 +68,8 @@ void ThreadsWorld::run(const std::function<void(RankContext&)>& body) {
       }
     });
   }
-  for (auto& t : threads) t.join();
+  for (auto& t : threads)
+    t.join();
   if (first_error) std::rethrow_exception(first_error);
 }
 

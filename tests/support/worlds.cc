@@ -5,11 +5,16 @@
 
 namespace bagua::testing {
 
-std::string to_string(Backend b) { return b == Backend::kThreads ? "threads" : "sim"; }
+std::string to_string(Backend b) {
+  return b == Backend::kThreads ? "threads" : "sim";
+}
 
-std::vector<Backend> all_backends() { return {Backend::kThreads, Backend::kSim}; }
+std::vector<Backend> all_backends() {
+  return {Backend::kThreads, Backend::kSim};
+}
 
-void run_ranks(Backend backend, int ranks, const std::function<void(RankContext&)>& body, int ranks_per_host) {
+void run_ranks(Backend backend, int ranks, const std::function<void(RankContext&)>& body,
+               int ranks_per_host) {
   if (backend == Backend::kThreads) {
     runtime::threads::ThreadsWorld(ranks, ranks_per_host).run(body);
     return;

@@ -16,6 +16,7 @@ std::vector<Backend> all_backends();
 
 // Runs `body` on `ranks` ranks (ranks_per_host per host). The simulated cluster is uniform: every link
 // 10 GB/s and 1 us, so tests of data movement finish quickly; tests of timing build their own.
-void run_ranks(Backend backend, int ranks, const std::function<void(RankContext&)>& body, int ranks_per_host = 1);
+void run_ranks(Backend backend, int ranks, const std::function<void(RankContext&)>& body,
+               int ranks_per_host = 1);
 
 }  // namespace bagua::testing

@@ -20,7 +20,8 @@ namespace {
 // `sizes[l]` parameters and costs `forward` / `backward` of profiled time.
 class QuadraticModel final : public Model {
  public:
-  QuadraticModel(int rank, std::vector<size_t> sizes, Time forward, Time backward, std::vector<std::string>* log)
+  QuadraticModel(int rank, std::vector<size_t> sizes, Time forward, Time backward,
+                 std::vector<std::string>* log)
       : rank_(rank), log_(log) {
     size_t offset = 0;
     for (size_t l = 0; l < sizes.size(); ++l) {
@@ -40,8 +41,8 @@ class QuadraticModel final : public Model {
   bool materialized() const override { return true; }
   void init_weights(const BufferView& w) const override { fill(w, 0.0); }
   float target(size_t i) const { return static_cast<float>(rank_) + static_cast<float>(i) / 10.0f; }
-  double forward_backward(const BufferView& w, const BufferView& g, int64_t, const std::function<void(int)>& ready)
-      override {
+  double forward_backward(const BufferView& w, const BufferView& g, int64_t,
+                          const std::function<void(int)>& ready) override {
     auto wv = w.as<float>();
     auto gv = g.as<float>();
     double loss = 0;
@@ -79,7 +80,8 @@ class PlainSgd final : public Optimizer {
 // long on the communication stream.
 class RecordingAlgorithm final : public Algorithm {
  public:
-  RecordingAlgorithm(std::vector<std::string>* log, Time comm_time) : log_(log), comm_time_(comm_time) {}
+  RecordingAlgorithm(std::vector<std::string>* log, Time comm_time)
+      : log_(log), comm_time_(comm_time) {}
   std::string name() const override { return "recording"; }
   void before_forward(TrainState&) override { log_->push_back("before_forward"); }
   void on_bucket_ready(TrainState& s, const Bucket& b) override {
@@ -106,7 +108,8 @@ Layer layer_of(size_t offset, size_t count) {
 
 TEST(Buckets, BaguaRuleClosesABucketOnceItReachesTheBudget) {
   // Four layers of 100, 300, 50, 200 floats = 400, 1200, 200, 800 bytes; backward order 3, 2, 1, 0.
-  std::vector<Layer> layers{layer_of(0, 100), layer_of(100, 300), layer_of(400, 50), layer_of(450, 200)};
+  std::vector<Layer> layers{layer_of(0, 100), layer_of(100, 300), layer_of(400, 50),
+                            layer_of(450, 200)};
   // Budget 1000 B: {3 (800), 2 (200) -> 1000 closes}, {1 (1200) closes}, {0 (400), end}.
   auto b = make_buckets(layers, Bytes(1000));
   ASSERT_EQ(b.size(), 3u);
@@ -138,10 +141,12 @@ TEST(Trainer, HooksRunInBaguaOrderWithAndWithoutOverlap) {
       opt.overlap = overlap;
       train(ctx, model, sgd, alg, opt);
     });
-    const std::vector<std::string> with_overlap{"before_forward", "ready 2", "bucket 0", "ready 1", "bucket 1",
-                                                "ready 0",        "bucket 2", "after_backward", "after_update"};
-    const std::vector<std::string> without{"before_forward", "ready 2",  "ready 1",  "ready 0",       "bucket 0",
-                                           "bucket 1",       "bucket 2", "after_backward", "after_update"};
+    const std::vector<std::string> with_overlap{"before_forward", "ready 2",        "bucket 0",
+                                                "ready 1",        "bucket 1",       "ready 0",
+                                                "bucket 2",       "after_backward", "after_update"};
+    const std::vector<std::string> without{"before_forward", "ready 2",        "ready 1",
+                                           "ready 0",        "bucket 0",       "bucket 1",
+                                           "bucket 2",       "after_backward", "after_update"};
     EXPECT_EQ(log, overlap ? with_overlap : without) << "overlap=" << overlap;
   }
 }

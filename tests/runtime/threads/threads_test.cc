@@ -71,7 +71,8 @@ TEST(Threads, StreamRunsTasksInOrderAndRethrows) {
   runtime::threads::ThreadsWorld(1).run([](RankContext& ctx) {
     auto s = ctx.make_stream("comm");
     std::vector<int> order;
-    for (int i = 0; i < 20; ++i) s->submit([&order, i] { order.push_back(i); });
+    for (int i = 0; i < 20; ++i)
+      s->submit([&order, i] { order.push_back(i); });
     s->synchronize();
     std::vector<int> expected(20);
     std::iota(expected.begin(), expected.end(), 0);
