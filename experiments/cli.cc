@@ -142,9 +142,7 @@ int run_cli(int argc, char** argv) {
     const int failed = run_experiment(e, *components, backends, run_options, std::cout, std::cerr);
     return failed == 0 ? 0 : kExitPointFailed;
   } catch (const ConfigError& e) {
-    // One write of the whole line: under mpirun, stderr is forwarded in the pieces it was written in,
-    // and mpirun's own report of the failed job could otherwise land inside the line.
-    if (may_print) std::cerr << (std::string("config error: ") + e.what() + "\n") << std::flush;
+    if (may_print) write_line(std::cerr, std::string("config error: ") + e.what());
     return kExitConfigError;
   }
 }

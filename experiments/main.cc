@@ -4,12 +4,13 @@
 #include <string>
 
 #include "experiments/cli.h"
+#include "experiments/runner.h"
 
 int main(int argc, char** argv) {
   try {
     return bagua::experiments::run_cli(argc, argv);
   } catch (const std::exception& e) {
-    std::cerr << (std::string("error: ") + e.what() + "\n") << std::flush;  // one write: see cli.cc
+    bagua::experiments::write_line(std::cerr, std::string("error: ") + e.what());
     return 1;
   }
 }

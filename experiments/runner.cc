@@ -236,9 +236,10 @@ int run_experiment(const Experiment& e, const Components& c, Backends& backends,
   auto report = [&](size_t i, const std::string& line) {
     std::lock_guard<std::mutex> lock(mu);
     ++finished;
-    if (chatty)
-      progress << "[" << finished << "/" << n << "] " << describe(e.points[i]) << ": " << line
-               << std::endl;
+    if (chatty) {
+      write_line(progress, "[" + std::to_string(finished) + "/" + std::to_string(n) + "] " +
+                               describe(e.points[i]) + ": " + line);
+    }
   };
 
   auto run_one = [&](size_t i) {
@@ -272,7 +273,7 @@ int run_experiment(const Experiment& e, const Components& c, Backends& backends,
       failures.push_back(
           std::string(dynamic_cast<const ConfigError*>(&err) ? "config error: " : "error: ") +
           "point " + p.id + ": " + err.what());
-      if (chatty) progress << (failures.back() + "\n") << std::flush;
+      if (chatty) write_line(progress, failures.back());
     }
   };
 
@@ -322,12 +323,16 @@ int run_experiment(const Experiment& e, const Components& c, Backends& backends,
     if (!options.quiet) {
       char wall[64];
       std::snprintf(wall, sizeof wall, "wall time %.2f s", seconds_since(t0));
-      progress << wall << std::endl;
+      write_line(progress, wall);
     }
   }
   for (const std::string& f : failures)
-    if (!chatty && writer) progress << f << std::endl;
+    if (!chatty && writer) write_line(progress, f);
   return static_cast<int>(failures.size());
+}
+
+void write_line(std::ostream& out, const std::string& line) {
+  out << (line + "\n") << std::flush;
 }
 
 }  // namespace bagua::experiments

@@ -66,4 +66,9 @@ void check_points(const Experiment& e, const Components& c, Backends& backends);
 int run_experiment(const Experiment& e, const Components& c, Backends& backends,
                    const RunOptions& options, std::ostream& out, std::ostream& progress);
 
+// Writes `line` and its '\n' to `out` in one piece, then flushes. Every progress and error line of
+// `bagua` goes through here: under mpirun, stderr is forwarded in the pieces it was written in, and
+// mpirun's own report of a failed job could otherwise land inside a line.
+void write_line(std::ostream& out, const std::string& line);
+
 }  // namespace bagua::experiments
