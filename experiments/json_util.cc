@@ -65,12 +65,16 @@ Json parse_json(const std::string& text, const std::string& origin) {
   }
 }
 
-Json read_json_file(const std::filesystem::path& file, const std::string& shown) {
+std::string read_text_file(const std::filesystem::path& file, const std::string& shown) {
   std::ifstream in(file, std::ios::binary);
   if (!in) throw ConfigError(shown + ": cannot read the file");
   std::ostringstream text;
   text << in.rdbuf();
-  return parse_json(text.str(), shown);
+  return text.str();
+}
+
+Json read_json_file(const std::filesystem::path& file, const std::string& shown) {
+  return parse_json(read_text_file(file, shown), shown);
 }
 
 std::string join_path(std::string_view base, std::string_view key) {

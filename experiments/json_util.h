@@ -31,6 +31,8 @@ std::optional<int64_t> json_integer(const Json& v);
 
 // Parses JSON text; `//` and `/* */` comments are allowed. ConfigError names `origin` and the position.
 Json parse_json(const std::string& text, const std::string& origin);
+// A file's whole content; ConfigError "SHOWN: cannot read the file", `shown` naming the file.
+std::string read_text_file(const std::filesystem::path& file, const std::string& shown);
 // Reads and parses a file; `shown` is how the file is named in errors.
 Json read_json_file(const std::filesystem::path& file, const std::string& shown);
 

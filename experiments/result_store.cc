@@ -6,7 +6,6 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 
 #include "core/check.h"
 #include "experiments/results.h"
@@ -16,14 +15,6 @@ namespace bagua::experiments {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) throw ConfigError(p.string() + ": cannot read the file");
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 void write_file(const fs::path& p, const std::string& content) {
   std::ofstream out(p, std::ios::binary | std::ios::trunc);
@@ -58,7 +49,7 @@ ResultStore::ResultStore(fs::path dir, std::vector<std::string> header)
   const fs::path file = results_file();
   if (!fs::exists(file, ec)) return;
 
-  std::string text = read_file(file);
+  std::string text = read_text_file(file, file.string());
   // A torn last line (an interrupted append): cut it off.
   const size_t keep =
       text.empty() || text.back() == '\n' ? text.size() : text.rfind('\n') + 1;  // npos+1 = 0
@@ -91,7 +82,7 @@ std::optional<Json> ResultStore::read_summary(const std::string& id) const {
   std::error_code ec;
   if (!fs::is_regular_file(p, ec)) return std::nullopt;
   try {
-    return parse_json(read_file(p), p.string());
+    return read_json_file(p, p.string());
   } catch (const ConfigError&) {
     return std::nullopt;  // unreadable: the point runs again
   }
