@@ -7,35 +7,10 @@
 #include <vector>
 
 #include "netsim/simulation.h"
-
-namespace bagua {
-// Readable failures: times print as "1.001 ms".
-inline void PrintTo(const Time& t, std::ostream* os) {
-  *os << to_string(t) << " (" << t.nanoseconds() << " ns)";
-}
-}  // namespace bagua
+#include "tests/netsim/support.h"
 
 namespace bagua::netsim {
 namespace {
-
-constexpr int64_t kMB = 1'000'000;
-
-// Hosts with one device each. NIC links: 1 GB/s and 0.5 us in each direction, so that a route between
-// two hosts (the sender's NIC up-link, the receiver's NIC down-link) has 1 us of latency. Device links:
-// 1e18 B/s and 0 latency, so they are never the bottleneck (a lone flow runs at its slowest link's
-// capacity, here 1e9 B/s) and add no latency: a host-to-host route is exactly L = 1000 ns, B = 1e9 B/s.
-ClusterSpec hosts_spec(int hosts) {
-  ClusterSpec spec;
-  spec.hosts = hosts;
-  spec.devices_per_host = 1;
-  spec.nic = {Bandwidth::gigabytes_per_second(1), Time::ns(500)};
-  spec.intra_host = {Bandwidth::bytes_per_second(1e18), Time::zero()};
-  return spec;
-}
-
-BufferView meta_bytes(int64_t n) {
-  return BufferView(nullptr, static_cast<size_t>(n), DType::kU8, &meta_space());
-}
 
 // Rank 0 sends `bytes` (meta) to rank 1; returns the time the send completed (as rank 0 saw it) and
 // checks that the receive completed at the same time.

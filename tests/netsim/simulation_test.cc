@@ -14,33 +14,11 @@
 #include <vector>
 
 #include "core/check.h"
-
-namespace bagua {
-// Readable failures: times print as "1.001 ms".
-inline void PrintTo(const Time& t, std::ostream* os) {
-  *os << to_string(t) << " (" << t.nanoseconds() << " ns)";
-}
-}  // namespace bagua
+#include "tests/netsim/support.h"
 
 namespace bagua::netsim {
 namespace {
 
-constexpr int64_t kMB = 1'000'000;
-
-// Hosts with `devices` devices each. NIC links 1 GB/s, 0.5 us each way (1 us per host-to-host route);
-// device links 1e18 B/s, no latency (never the bottleneck, no delay): see network_test.cc.
-ClusterSpec hosts_spec(int hosts, int devices = 1) {
-  ClusterSpec spec;
-  spec.hosts = hosts;
-  spec.devices_per_host = devices;
-  spec.nic = {Bandwidth::gigabytes_per_second(1), Time::ns(500)};
-  spec.intra_host = {Bandwidth::bytes_per_second(1e18), Time::zero()};
-  return spec;
-}
-
-BufferView meta_bytes(int64_t n) {
-  return BufferView(nullptr, static_cast<size_t>(n), DType::kU8, &meta_space());
-}
 template <class T>
 BufferView view(std::vector<T>& v) {
   return BufferView::of(std::span<T>(v));
