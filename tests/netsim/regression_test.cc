@@ -36,6 +36,19 @@ uint64_t fnv1a(const std::string& s) {
   return h;
 }
 
+// What a finished run shows besides the ranks' finish times (which its body records): busy times, link
+// byte counts and the trace.
+void observe(const Simulation& sim, Observed* out) {
+  for (const RankStats& r : sim.rank_stats())
+    out->busy_ns.push_back(r.busy_comm.nanoseconds());
+  for (const LinkStats& l : sim.link_stats())
+    out->carried.push_back(l.carried.count());
+  std::ostringstream trace;
+  sim.write_trace(trace);
+  out->trace_hash = fnv1a(trace.str());
+  out->trace_size = trace.str().size();
+}
+
 // Random point-to-point traffic: contention on shared links (multi-flow components re-solved as flows
 // come and go), zero-byte and self messages, streams and events, compute between operations.
 Observed random_traffic(const ClusterSpec& spec, uint32_t seed, int messages) {
@@ -84,14 +97,7 @@ Observed random_traffic(const ClusterSpec& spec, uint32_t seed, int messages) {
     side->wait();
     out.finish_ns[static_cast<size_t>(t.rank())] = ctx.clock().now().nanoseconds();
   });
-  for (const RankStats& r : sim.rank_stats())
-    out.busy_ns.push_back(r.busy_comm.nanoseconds());
-  for (const LinkStats& l : sim.link_stats())
-    out.carried.push_back(l.carried.count());
-  std::ostringstream trace;
-  sim.write_trace(trace);
-  out.trace_hash = fnv1a(trace.str());
-  out.trace_size = trace.str().size();
+  observe(sim, &out);
   return out;
 }
 
@@ -136,14 +142,7 @@ Observed ring_exchange() {
       t.sendrecv(piece, right, piece, left, 0);
     out.finish_ns[static_cast<size_t>(t.rank())] = ctx.clock().now().nanoseconds();
   });
-  for (const RankStats& r : sim.rank_stats())
-    out.busy_ns.push_back(r.busy_comm.nanoseconds());
-  for (const LinkStats& l : sim.link_stats())
-    out.carried.push_back(l.carried.count());
-  std::ostringstream trace;
-  sim.write_trace(trace);
-  out.trace_hash = fnv1a(trace.str());
-  out.trace_size = trace.str().size();
+  observe(sim, &out);
   return out;
 }
 
