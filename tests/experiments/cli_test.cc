@@ -1,18 +1,16 @@
 // The `bagua` command itself, run as a child process on the configs of this tree.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "tests/experiments/scratch.h"
 
 #ifndef BAGUA_BINARY
 #error "BAGUA_BINARY (the path of the bagua executable) must be defined by the build"
@@ -25,54 +23,19 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
+using bagua::testing::read_file;
+using bagua::testing::run_command;
+using bagua::testing::write_file;
+using Result = bagua::testing::CommandResult;
 
-std::string read(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void write(const fs::path& p, const std::string& text) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p, std::ios::binary) << text;
-}
-
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s)
-    q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-class Cli : public ::testing::Test {
+class Cli : public bagua::testing::ScratchDirTest {
  protected:
-  void SetUp() override {
-    dir_ =
-        fs::temp_directory_path() / ("bagua_cli_test_" + std::to_string(::getpid()) + "_" +
-                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  Cli() : ScratchDirTest("bagua_cli_test") {}
 
   // Runs bagua from the source tree with `args`.
-  Result bagua(const std::vector<std::string>& args) const {
-    std::string cmd = "cd " + quote(BAGUA_SOURCE_DIR) + " && " + quote(BAGUA_BINARY);
-    for (const std::string& a : args)
-      cmd += " " + quote(a);
-    cmd += " >" + quote((dir_ / "stdout").string()) + " 2>" + quote((dir_ / "stderr").string());
-    const int status = std::system(cmd.c_str());
-    Result r;
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = read(dir_ / "stdout");
-    r.err = read(dir_ / "stderr");
-    return r;
+  Result bagua(std::vector<std::string> args) const {
+    args.insert(args.begin(), BAGUA_BINARY);
+    return run_command(BAGUA_SOURCE_DIR, "", args, dir_);
   }
 
   // Every file under `root`: relative path -> content.
@@ -80,11 +43,9 @@ class Cli : public ::testing::Test {
     std::map<std::string, std::string> files;
     if (!fs::exists(root)) return files;
     for (const auto& e : fs::recursive_directory_iterator(root))
-      if (e.is_regular_file()) files[fs::relative(e.path(), root).string()] = read(e.path());
+      if (e.is_regular_file()) files[fs::relative(e.path(), root).string()] = read_file(e.path());
     return files;
   }
-
-  fs::path dir_;
 };
 
 const char* kQuickstart = "configs/quickstart.json";
@@ -111,8 +72,8 @@ TEST_F(Cli, ConfigErrorsExitNonZeroWithOneLineAndWriteNothing) {
   };
   const fs::path fresh = dir_ / "fresh";
   const fs::path existing = dir_ / "existing";
-  write(existing / "results.csv", "from an earlier run\n");
-  write(existing / "points" / "p000-00000000" / "summary.json", "{}");
+  write_file(existing / "results.csv", "from an earlier run\n");
+  write_file(existing / "points" / "p000-00000000" / "summary.json", "{}");
   const auto before = snapshot(existing);
   for (const Case& c : cases) {
     for (const fs::path& out : {fresh, existing}) {
@@ -191,19 +152,19 @@ TEST_F(Cli, AnInterruptedSweepResumesWithoutLosingOrDuplicatingRows) {
   const std::string last_id = last_row.substr(0, last_row.find(','));
 
   // 1. The last row torn mid-line.
-  write(out / "results.csv", results.substr(0, results.size() - last_row.size() / 2));
+  write_file(out / "results.csv", results.substr(0, results.size() - last_row.size() / 2));
   ASSERT_EQ(bagua(args).exit_code, 0);
   EXPECT_TRUE(snapshot(out) == complete);
 
   // 2. The last point's folder complete, its row never written.
-  write(out / "results.csv", results.substr(0, results.size() - last_row.size()));
+  write_file(out / "results.csv", results.substr(0, results.size() - last_row.size()));
   ASSERT_EQ(bagua(args).exit_code, 0);
   EXPECT_TRUE(snapshot(out) == complete);
 
   // 3. The last point never finished: no folder, no row (and a half-written folder left behind).
-  write(out / "results.csv", results.substr(0, results.size() - last_row.size()));
+  write_file(out / "results.csv", results.substr(0, results.size() - last_row.size()));
   fs::remove_all(out / "points" / last_id);
-  write(out / "points" / ("." + last_id + ".partial") / "iterations.csv", "half");
+  write_file(out / "points" / ("." + last_id + ".partial") / "iterations.csv", "half");
   Result r =
       bagua({"run", kQuickstart, "--out", out.string(), "--set", "schedule.iterations=5", "--set",
              R"(sweep={"axes": {"cluster.nic.bandwidth": ["1 Gbps", "10 Gbps", "100 Gbps"]}})"});
@@ -216,8 +177,8 @@ TEST_F(Cli, AnInterruptedSweepResumesWithoutLosingOrDuplicatingRows) {
   EXPECT_EQ(skipped, 2u) << r.err;
 
   // 4. The last point's summary.json cut short (and no row): the point runs again.
-  write(out / "results.csv", results.substr(0, results.size() - last_row.size()));
-  write(out / "points" / last_id / "summary.json", "{\"point\": ");
+  write_file(out / "results.csv", results.substr(0, results.size() - last_row.size()));
+  write_file(out / "points" / last_id / "summary.json", "{\"point\": ");
   ASSERT_EQ(bagua(args).exit_code, 0);
   EXPECT_TRUE(snapshot(out) == complete);
 
@@ -243,7 +204,7 @@ TEST_F(Cli, QuickstartMatchesOneRankWithTheWholeBatch) {
             0);
   auto summary = [&](const std::string& name) {
     for (const auto& e : fs::directory_iterator(dir_ / name / "points"))
-      return nlohmann::json::parse(read(e.path() / "summary.json"));
+      return nlohmann::json::parse(read_file(e.path() / "summary.json"));
     return nlohmann::json();
   };
   const nlohmann::json eight = summary("eight");
@@ -254,7 +215,7 @@ TEST_F(Cli, QuickstartMatchesOneRankWithTheWholeBatch) {
   // Loss decreases: the first iteration's batch loss (at the initial weights) is above the final full
   // loss.
   const std::string csv =
-      read(fs::directory_iterator(dir_ / "eight" / "points")->path() / "iterations.csv");
+      read_file(fs::directory_iterator(dir_ / "eight" / "points")->path() / "iterations.csv");
   const std::string first_row =
       csv.substr(csv.find('\n') + 1, csv.find('\n', csv.find('\n') + 1) - csv.find('\n') - 1);
   std::vector<std::string> fields;

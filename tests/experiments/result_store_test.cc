@@ -1,50 +1,33 @@
 #include "experiments/result_store.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "core/check.h"
 #include "experiments/results.h"
+#include "tests/experiments/scratch.h"
 
 namespace bagua::experiments {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::read_file;
+using testing::write_file;
 
-class ResultStoreTest : public ::testing::Test {
+class ResultStoreTest : public bagua::testing::ScratchDirTest {
  protected:
-  void SetUp() override {
-    dir_ =
-        fs::temp_directory_path() / ("bagua_store_test_" + std::to_string(::getpid()) + "_" +
-                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::string read(const fs::path& p) const {
-    std::ifstream in(p, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
-  void write(const fs::path& p, const std::string& text) const {
-    fs::create_directories(p.parent_path());
-    std::ofstream(p, std::ios::binary) << text;
-  }
+  // dir_ does not exist when a test starts: the store creates it on its first write.
+  ResultStoreTest() : ScratchDirTest("bagua_store_test", /*create=*/false) {}
 
   const std::vector<std::string> header_ = {"point", "x", "value"};
-  fs::path dir_;
 };
 
 TEST_F(ResultStoreTest, CreatesNothingUntilTheFirstWrite) {
   ResultStore store(dir_, header_);
   EXPECT_FALSE(fs::exists(dir_));
   store.append_row({"p0", "1", "10"});
-  EXPECT_EQ(read(dir_ / "results.csv"), "point,x,value\np0,1,10\n");
+  EXPECT_EQ(read_file(dir_ / "results.csv"), "point,x,value\np0,1,10\n");
 }
 
 TEST_F(ResultStoreTest, NeverWritesARowTwice) {
@@ -57,51 +40,51 @@ TEST_F(ResultStoreTest, NeverWritesARowTwice) {
   EXPECT_TRUE(again.has_row("p0"));
   again.append_row({"p0", "1", "10"});
   again.append_row({"p1", "2", "20"});
-  EXPECT_EQ(read(dir_ / "results.csv"), "point,x,value\np0,1,10\np1,2,20\n");
+  EXPECT_EQ(read_file(dir_ / "results.csv"), "point,x,value\np0,1,10\np1,2,20\n");
 }
 
 TEST_F(ResultStoreTest, ATornLastLineIsCutOffAndItsRowWrittenAgain) {
   // An interrupted run: p0's row complete, p1's row torn mid-line, p1's folder complete.
-  write(dir_ / "results.csv", "point,x,value\np0,1,10\np1,2,2");
-  write(dir_ / "points" / "p1" / "summary.json", R"({"point": "p1"})");
+  write_file(dir_ / "results.csv", "point,x,value\np0,1,10\np1,2,2");
+  write_file(dir_ / "points" / "p1" / "summary.json", R"({"point": "p1"})");
   ResultStore store(dir_, header_);
-  EXPECT_EQ(read(dir_ / "results.csv"), "point,x,value\np0,1,10\n");
+  EXPECT_EQ(read_file(dir_ / "results.csv"), "point,x,value\np0,1,10\n");
   EXPECT_TRUE(store.has_row("p0"));
   EXPECT_FALSE(store.has_row("p1"));
   ASSERT_TRUE(store.read_summary("p1").has_value());
   EXPECT_EQ((*store.read_summary("p1"))["point"], "p1");
   EXPECT_FALSE(store.read_summary("p2").has_value());
   store.append_row({"p1", "2", "20"});
-  EXPECT_EQ(read(dir_ / "results.csv"), "point,x,value\np0,1,10\np1,2,20\n");
+  EXPECT_EQ(read_file(dir_ / "results.csv"), "point,x,value\np0,1,10\np1,2,20\n");
 }
 
 TEST_F(ResultStoreTest, ATornHeaderIsWrittenAgain) {
-  write(dir_ / "results.csv", "point,x,va");
+  write_file(dir_ / "results.csv", "point,x,va");
   ResultStore store(dir_, header_);
   store.append_row({"p0", "1", "10"});
-  EXPECT_EQ(read(dir_ / "results.csv"), "point,x,value\np0,1,10\n");
+  EXPECT_EQ(read_file(dir_ / "results.csv"), "point,x,value\np0,1,10\n");
 }
 
 TEST_F(ResultStoreTest, AnotherExperimentsResultsAreRefused) {
-  write(dir_ / "results.csv", "point,y,value\np0,1,10\n");
+  write_file(dir_ / "results.csv", "point,y,value\np0,1,10\n");
   try {
     ResultStore store(dir_, header_);
     FAIL() << "no error";
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("holds results of another experiment"), std::string::npos);
   }
-  EXPECT_EQ(read(dir_ / "results.csv"), "point,y,value\np0,1,10\n");  // untouched
+  EXPECT_EQ(read_file(dir_ / "results.csv"), "point,y,value\np0,1,10\n");  // untouched
 }
 
 TEST_F(ResultStoreTest, PointFoldersAppearComplete) {
   ResultStore store(dir_, header_);
   // Leftovers of an interrupted write, and of an older run.
-  write(dir_ / "points" / ".p0.partial" / "iterations.csv", "half");
-  write(dir_ / "points" / "p0" / "stale.txt", "old");
+  write_file(dir_ / "points" / ".p0.partial" / "iterations.csv", "half");
+  write_file(dir_ / "points" / "p0" / "stale.txt", "old");
   store.write_point("p0", {{"iterations.csv", "a\n"}, {"summary.json", "{\"point\": \"p0\"}"}});
   EXPECT_FALSE(fs::exists(dir_ / "points" / ".p0.partial"));
   EXPECT_FALSE(fs::exists(dir_ / "points" / "p0" / "stale.txt"));
-  EXPECT_EQ(read(dir_ / "points" / "p0" / "iterations.csv"), "a\n");
+  EXPECT_EQ(read_file(dir_ / "points" / "p0" / "iterations.csv"), "a\n");
   EXPECT_EQ((*store.read_summary("p0"))["point"], "p0");
 }
 
@@ -111,15 +94,15 @@ TEST_F(ResultStoreTest, RowsGoInPointOrder) {
   rows.done(2, std::vector<std::string>{"p2", "c", "3"});
   EXPECT_FALSE(fs::exists(dir_ / "results.csv"));  // p0 and p1 are not done
   rows.done(0, std::vector<std::string>{"p0", "a", "1"});
-  EXPECT_EQ(read(dir_ / "results.csv"), "point,x,value\np0,a,1\n");
+  EXPECT_EQ(read_file(dir_ / "results.csv"), "point,x,value\np0,a,1\n");
   rows.done(1, std::nullopt);  // e.g. its row was already there
-  EXPECT_EQ(read(dir_ / "results.csv"), "point,x,value\np0,a,1\np2,c,3\n");
+  EXPECT_EQ(read_file(dir_ / "results.csv"), "point,x,value\np0,a,1\np2,c,3\n");
   rows.done(3, std::vector<std::string>{"p3", "d", "4"});
-  EXPECT_EQ(read(dir_ / "results.csv"), "point,x,value\np0,a,1\np2,c,3\np3,d,4\n");
+  EXPECT_EQ(read_file(dir_ / "results.csv"), "point,x,value\np0,a,1\np2,c,3\np3,d,4\n");
 }
 
 TEST_F(ResultStoreTest, AFileInTheWayIsAConfigError) {
-  write(dir_, "not a directory");
+  write_file(dir_, "not a directory");
   EXPECT_THROW(ResultStore(dir_, header_), ConfigError);
 }
 

@@ -8,7 +8,6 @@
 // Every run uses a profile workload (meta buffers: the costs are charged, no arithmetic is done)
 // written to a temporary file, and one point of the experiments layer, exactly as `bagua run` runs it.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -22,6 +21,7 @@
 #include "experiments/components.h"
 #include "experiments/config.h"
 #include "experiments/runner.h"
+#include "tests/experiments/scratch.h"
 
 namespace bagua::experiments {
 namespace {
@@ -35,21 +35,14 @@ struct Measured {
   double exposed = 0;    // exposed_comm_per_iteration_s
 };
 
-class Paper : public ::testing::Test {
+class Paper : public testing::ScratchDirTest {
  protected:
   static constexpr int kHosts = 4;           // H
   static constexpr int kDevicesPerHost = 2;  // Q
   static constexpr int kRanks = kHosts * kDevicesPerHost;
   static constexpr double kNvlink = 150e9;  // B_nv, bytes/s (the paper cluster's NVLink figure)
 
-  void SetUp() override {
-    dir_ =
-        fs::temp_directory_path() / ("bagua_paper_test_" + std::to_string(::getpid()) + "_" +
-                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  Paper() : ScratchDirTest("bagua_paper_test") {}
 
   // Writes a profile of `layers` layers of `params` parameters each (forward 1 ms, backward 2 ms per
   // layer at batch 1) and returns its path.
@@ -103,8 +96,6 @@ class Paper : public ::testing::Test {
     return static_cast<double>(
         components().compressors.create(name, Params(entry.schema))->encoded_bytes(n).count());
   }
-
-  fs::path dir_;
 };
 
 // Bandwidth-bound regime. One bucket of N parameters, no latency anywhere, no overlap (the

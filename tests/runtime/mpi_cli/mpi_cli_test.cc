@@ -13,20 +13,18 @@
 //   - async_model_average averages in a background loop every few milliseconds of real time: how many
 //     rounds fall between two steps depends on timing, so only convergence is checked.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "tests/experiments/scratch.h"
 
 #if !defined(BAGUA_BINARY) || !defined(BAGUA_SOURCE_DIR) || !defined(BAGUA_MPI_LAUNCH) || \
     !defined(BAGUA_NUMPROC_FLAG) || !defined(BAGUA_NCCL_BUILT)
@@ -41,25 +39,9 @@ using Json = nlohmann::json;
 
 const char* kConfig = "configs/runtime/all_algorithms.json";
 
-struct Result {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string read(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s)
-    q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
+using bagua::testing::read_file;
+using bagua::testing::run_command;
+using Result = bagua::testing::CommandResult;
 
 // One CSV line into fields ("" quotes a quote inside a quoted field).
 std::vector<std::string> csv_fields(const std::string& line) {
@@ -107,7 +89,7 @@ struct Csv {
 
 Csv read_csv(const fs::path& p) {
   Csv csv;
-  const std::string text = read(p);
+  const std::string text = read_file(p);
   EXPECT_TRUE(!text.empty() && text.back() == '\n') << p << " does not end with a complete line";
   const std::vector<std::string> lines = lines_of(text);
   if (lines.empty()) return csv;
@@ -126,39 +108,22 @@ size_t count_of(const std::string& text, const std::string& what) {
   return n;
 }
 
-class MpiCli : public ::testing::Test {
+class MpiCli : public bagua::testing::ScratchDirTest {
  protected:
-  void SetUp() override {
-    dir_ =
-        fs::temp_directory_path() / ("bagua_mpi_cli_test_" + std::to_string(::getpid()) + "_" +
-                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  MpiCli() : ScratchDirTest("bagua_mpi_cli_test") {}
 
   // Runs `bagua ARGS` from the source tree; under mpirun with `ranks` processes when ranks > 0.
-  Result bagua(int ranks, const std::vector<std::string>& args) const {
-    std::string cmd = "cd " + quote(BAGUA_SOURCE_DIR) + " && ";
-    if (ranks > 0)
-      cmd +=
-          std::string(BAGUA_MPI_LAUNCH) + " " + BAGUA_NUMPROC_FLAG + " " + std::to_string(ranks) + " ";
-    cmd += quote(BAGUA_BINARY);
-    for (const std::string& a : args)
-      cmd += " " + quote(a);
-    cmd +=
-        " </dev/null >" + quote((dir_ / "stdout").string()) + " 2>" + quote((dir_ / "stderr").string());
-    const int status = std::system(cmd.c_str());
-    Result r;
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = read(dir_ / "stdout");
-    r.err = read(dir_ / "stderr");
-    return r;
+  Result bagua(int ranks, std::vector<std::string> args) const {
+    const std::string launcher = ranks > 0 ? std::string(BAGUA_MPI_LAUNCH) + " " + BAGUA_NUMPROC_FLAG +
+                                                 " " + std::to_string(ranks) + " "
+                                           : "";
+    args.insert(args.begin(), BAGUA_BINARY);
+    return run_command(BAGUA_SOURCE_DIR, launcher, args, dir_);
   }
 
   // The config's algorithm objects, in sweep order.
   static std::vector<Json> swept_algorithms() {
-    const Json config = Json::parse(read(fs::path(BAGUA_SOURCE_DIR) / kConfig), nullptr,
+    const Json config = Json::parse(read_file(fs::path(BAGUA_SOURCE_DIR) / kConfig), nullptr,
                                     /*allow_exceptions=*/true, /*ignore_comments=*/true);
     return config.at("sweep").at("axes").at("algorithm").get<std::vector<Json>>();
   }
@@ -225,7 +190,7 @@ class MpiCli : public ::testing::Test {
                    std::to_string(hosts) + " x " + std::to_string(per_host) + " ranks");
       const fs::path mpi_point = dir_ / "mpi" / "points" / results.rows[i][0];
       const fs::path sim_point = dir_ / "sim" / "points" / sim_results.rows[i][0];
-      const Json summary = Json::parse(read(mpi_point / "summary.json"));
+      const Json summary = Json::parse(read_file(mpi_point / "summary.json"));
       EXPECT_EQ(summary.at("world_size"), ranks);
       EXPECT_EQ(summary.at("config").at("algorithm").at("name"), algorithm.at("name"));
       EXPECT_FALSE(fs::exists(mpi_point / "links.csv"));  // a simulator file
@@ -272,8 +237,6 @@ class MpiCli : public ::testing::Test {
       }
     }
   }
-
-  fs::path dir_;
 };
 
 // The config sweeps every algorithm `bagua list` names (a newly registered one must be added to it).
