@@ -185,11 +185,14 @@ Json resolve_extends(const Json& cluster, const FileLocator& files, int depth, s
   return base;
 }
 
+Json link_json(const netsim::LinkSpec& l) {
+  return Json{{"bandwidth", format_bandwidth(l.bandwidth)}, {"latency", format_time(l.latency)}};
+}
+
 netsim::LinkSpec parse_link(const ObjectReader& parent, const std::string& key, Json& canonical) {
   ObjectReader r(parent.required(key), parent.path_of(key), {"bandwidth", "latency"});
   netsim::LinkSpec l{r.get_bandwidth("bandwidth"), r.get_time("latency")};
-  canonical[key] =
-      Json{{"bandwidth", format_bandwidth(l.bandwidth)}, {"latency", format_time(l.latency)}};
+  canonical[key] = link_json(l);
   return l;
 }
 
@@ -231,12 +234,12 @@ netsim::ClusterSpec parse_cluster(const Json& raw, bool simulated, Json& canonic
     if (r.has("spine")) {
       spec.spine = parse_link(r, "spine", net);
     } else {
-      // One leaf's uplink carries its hosts' NIC traffic divided by the oversubscription ratio; its
-      // latency is taken to be a NIC's (one more cable of the same kind).
-      spec.spine.bandwidth = spec.nic.bandwidth * (spec.hosts_per_leaf / spec.oversubscription);
+      // One leaf's uplink carries its hosts' NIC traffic divided by the oversubscription ratio (the
+      // simulator's derived bandwidth, written out); its latency is taken to be a NIC's (one more
+      // cable of the same kind).
       spec.spine.latency = spec.nic.latency;
-      net["spine"] = Json{{"bandwidth", format_bandwidth(spec.spine.bandwidth)},
-                          {"latency", format_time(spec.spine.latency)}};
+      spec.spine = netsim::spine_link(spec);
+      net["spine"] = link_json(spec.spine);
     }
   }
 

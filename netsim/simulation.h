@@ -68,6 +68,9 @@ struct ClusterSpec {
 // compute times; spine.bandwidth 0 means hosts_per_leaf * nic.bandwidth / oversubscription.
 void validate(const ClusterSpec& spec, const std::string& prefix = "");
 
+// A leaf-spine cluster's leaf <-> spine link: `spec.spine`, its bandwidth derived as above when 0.
+LinkSpec spine_link(const ClusterSpec& spec);
+
 // The time the simulator charges one message of `bytes` from world rank `src` to `dst` when it is alone
 // on the network: route latency * latency_factor + ceil(bytes / the route's slowest capacity, capped by
 // the window), the alpha-beta closed form; 0 from a rank to itself. For closed-form tests and for

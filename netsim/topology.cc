@@ -17,6 +17,13 @@ std::string to_string(TopologyKind k) {
   return "unknown";
 }
 
+LinkSpec spine_link(const ClusterSpec& spec) {
+  LinkSpec uplink = spec.spine;
+  if (uplink.bandwidth.bytes_per_second() == 0)
+    uplink.bandwidth = spec.nic.bandwidth * (spec.hosts_per_leaf / spec.oversubscription);
+  return uplink;
+}
+
 namespace {
 
 // Each check names the field (prefixed by the caller's path) and the value it got.
@@ -118,9 +125,7 @@ Topology::Topology(const ClusterSpec& spec)
   }
   leaf_base_ = static_cast<int>(links_.size());
   if (hosts_per_leaf_ > 0) {
-    LinkSpec uplink = spec.spine;
-    if (uplink.bandwidth.bytes_per_second() == 0)
-      uplink.bandwidth = spec.nic.bandwidth * (hosts_per_leaf_ / spec.oversubscription);
+    const LinkSpec uplink = spine_link(spec);
     for (int k = 0; k < spec.hosts / hosts_per_leaf_; ++k) {
       add("leaf" + std::to_string(k) + ".up", uplink);
       add("leaf" + std::to_string(k) + ".down", uplink);
