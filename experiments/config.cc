@@ -359,24 +359,17 @@ PointConfig parse_point(const Json& raw, const FileLocator& files, const Compone
   }
 
   // Algorithm and optimizer.
-  for (const char* key : {"algorithm", "optimizer"}) {
+  auto component = [&](const char* key, const auto& registry, ComponentConfig& cc) {
     const Json& v = top.required(key);
+    const auto& e = find_entry(registry, v, key);
     Json canonical = Json::object();
-    ComponentConfig& cc = std::string(key) == "algorithm" ? p.algorithm : p.optimizer;
-    const ParamSchema* schema = nullptr;
-    if (std::string(key) == "algorithm") {
-      const auto& e = find_entry(c.algorithms, v, key);
-      cc.name = e.name;
-      schema = &e.schema;
-    } else {
-      const auto& e = find_entry(c.optimizers, v, key);
-      cc.name = e.name;
-      schema = &e.schema;
-    }
+    cc.name = e.name;
     canonical["name"] = cc.name;
-    cc.params = parse_params(v, key, *schema, {"name"}, canonical);
+    cc.params = parse_params(v, key, e.schema, {"name"}, canonical);
     out[key] = std::move(canonical);
-  }
+  };
+  component("algorithm", c.algorithms, p.algorithm);
+  component("optimizer", c.optimizers, p.optimizer);
 
   // Schedule.
   {
