@@ -66,7 +66,6 @@ void FlowNetwork::enter_transfer(int32_t id) {
     f.position[static_cast<size_t>(i)] = static_cast<int32_t>(on_link.size());
     on_link.push_back(id);
   }
-  ++active_flows_;
   // Alone on every link of its route, the flow is a component by itself (what reshare() would find).
   bool alone = true;
   for (int i = 0; i < f.route.count; ++i)
@@ -97,7 +96,6 @@ void FlowNetwork::complete(int32_t id) {
             m.position[static_cast<size_t>(j)] = static_cast<int32_t>(pos);
       }
     }
-    --active_flows_;
   }
   for (int i = 0; i < route.count; ++i)
     carried_[static_cast<size_t>(route.links[static_cast<size_t>(i)])] += f.bytes;

@@ -42,7 +42,6 @@ class FlowNetwork {
   void start(const Route& route, Bytes bytes, Callback done,
              std::shared_ptr<void> keep_alive = nullptr);
 
-  int flows_in_transfer() const { return active_flows_; }
   // Bytes carried by each link so far (completed flows), indexed like Topology::links().
   const std::vector<int64_t>& carried() const { return carried_; }
 
@@ -83,7 +82,6 @@ class FlowNetwork {
   std::vector<double> capacity_;              // per link: Link::capacity, side by side
   std::vector<std::vector<int32_t>> active_;  // per link: the phase-2 flows crossing it
   std::vector<int64_t> carried_;              // per link
-  int active_flows_ = 0;
 
   // Component search and solver scratch.
   uint64_t epoch_ = 0;
