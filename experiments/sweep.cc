@@ -21,12 +21,12 @@ Sweep parse_sweep(const Json* sweep) {
     throw ConfigError("sweep.axes: no axes (give at least one \"dotted.path\": [values])");
   for (auto it = axes.begin(); it != axes.end(); ++it) {
     const std::string path = "sweep.axes." + it.key();
+    std::string head;
     try {
-      split_path(it.key());
+      head = split_path(it.key()).front();
     } catch (const ConfigError& e) {
       throw ConfigError(path + ": " + e.what());
     }
-    const std::string head = split_path(it.key()).front();
     if (head == "sweep" || head == "output")
       throw ConfigError(path + ": \"" + head + "\" cannot be swept");
     if (!it->is_array() || it->empty()) throw_type_error(path, "a non-empty array of values", *it);
