@@ -20,8 +20,6 @@ class TraceLog {
   // `bytes` >= 0 adds {"bytes": n} to the event's args.
   void span(int rank, int track, std::string_view name, std::string_view category, Time begin, Time end,
             int64_t bytes = -1);
-  bool empty() const { return spans_.empty(); }
-  size_t size() const { return spans_.size(); }
   void write(std::ostream& out, int ranks) const;
 
  private:
