@@ -99,17 +99,6 @@ std::vector<std::string> split_path(std::string_view dotted) {
   return parts;
 }
 
-const Json* find_path(const Json& root, std::string_view dotted) {
-  const Json* node = &root;
-  for (const std::string& key : split_path(dotted)) {
-    if (!node->is_object()) return nullptr;
-    auto it = node->find(key);
-    if (it == node->end()) return nullptr;
-    node = &*it;
-  }
-  return node;
-}
-
 void set_path(Json& root, std::string_view dotted, Json value) {
   const std::vector<std::string> keys = split_path(dotted);
   Json* node = &root;
@@ -125,18 +114,6 @@ void set_path(Json& root, std::string_view dotted, Json value) {
     node = &(*node)[keys[i]];
   }
   *node = std::move(value);
-}
-
-void erase_path(Json& root, std::string_view dotted) {
-  const std::vector<std::string> keys = split_path(dotted);
-  Json* node = &root;
-  for (size_t i = 0; i + 1 < keys.size(); ++i) {
-    if (!node->is_object()) return;
-    auto it = node->find(keys[i]);
-    if (it == node->end()) return;
-    node = &*it;
-  }
-  if (node->is_object()) node->erase(keys.back());
 }
 
 void merge_into(Json& base, const Json& overrides) {

@@ -40,13 +40,9 @@ Json read_json_file(const std::filesystem::path& file, const std::string& shown)
 std::string join_path(std::string_view base, std::string_view key);
 // Splits "a.b.c" into {"a", "b", "c"}; ConfigError on an empty segment.
 std::vector<std::string> split_path(std::string_view dotted);
-// The value at a dotted path, or nullptr.
-const Json* find_path(const Json& root, std::string_view dotted);
 // Sets the value at a dotted path, creating missing objects on the way; ConfigError (without the path:
 // callers name it) if a value on the way is not an object.
 void set_path(Json& root, std::string_view dotted, Json value);
-// Removes the value at a dotted path, if present.
-void erase_path(Json& root, std::string_view dotted);
 
 // Deep merge: objects merge key by key (recursively), anything else in `overrides` replaces.
 void merge_into(Json& base, const Json& overrides);

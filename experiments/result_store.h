@@ -41,7 +41,6 @@ class ResultStore {
   std::filesystem::path point_dir(const std::string& id) const { return dir_ / "points" / id; }
 
   bool has_row(const std::string& id) const { return rows_.count(id) != 0; }
-  size_t row_count() const { return rows_.size(); }
   // The summary.json of a completed point, or nullopt.
   std::optional<Json> read_summary(const std::string& id) const;
 
