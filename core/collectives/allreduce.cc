@@ -17,6 +17,18 @@ constexpr ReduceAlgo kReduceAlgos[] = {ReduceAlgo::kBinomial, ReduceAlgo::kChain
 constexpr IntraHostAlgo kIntraHostAlgos[] = {IntraHostAlgo::kAuto, IntraHostAlgo::kBinomial,
                                              IntraHostAlgo::kChain};
 
+// The algorithm of `algos` named `name`; ConfigError naming every choice otherwise.
+template <class Algo, size_t N>
+Algo parse_algo(std::string_view name, const Algo (&algos)[N], const char* kind) {
+  std::string expected;
+  for (size_t i = 0; i < N; ++i) {
+    if (to_string(algos[i]) == name) return algos[i];
+    expected += (i == 0 ? "" : i + 1 == N ? " or " : ", ") + to_string(algos[i]);
+  }
+  throw ConfigError(std::string(kind) + " algorithm '" + std::string(name) + "' is unknown (expected " +
+                    expected + ")");
+}
+
 void check_average_dtype(const BufferView& data, const char* who) {
   if (data.dtype() != DType::kF32 && data.dtype() != DType::kF64)
     throw ConfigError(std::string(who) + ": dtype " + to_string(data.dtype()) +
@@ -47,10 +59,7 @@ std::vector<std::string> allreduce_algo_names() {
 }
 
 AllreduceAlgo parse_allreduce_algo(std::string_view name) {
-  for (AllreduceAlgo a : kAllreduceAlgos)
-    if (to_string(a) == name) return a;
-  throw ConfigError("allreduce algorithm '" + std::string(name) +
-                    "' is unknown (expected ring, tree, halving_doubling or native)");
+  return parse_algo(name, kAllreduceAlgos, "allreduce");
 }
 
 std::string to_string(BroadcastAlgo algo) {
@@ -64,10 +73,7 @@ std::string to_string(BroadcastAlgo algo) {
 }
 
 BroadcastAlgo parse_broadcast_algo(std::string_view name) {
-  for (BroadcastAlgo a : kBroadcastAlgos)
-    if (to_string(a) == name) return a;
-  throw ConfigError("broadcast algorithm '" + std::string(name) +
-                    "' is unknown (expected binomial or chain)");
+  return parse_algo(name, kBroadcastAlgos, "broadcast");
 }
 
 std::string to_string(ReduceAlgo algo) {
@@ -81,10 +87,7 @@ std::string to_string(ReduceAlgo algo) {
 }
 
 ReduceAlgo parse_reduce_algo(std::string_view name) {
-  for (ReduceAlgo a : kReduceAlgos)
-    if (to_string(a) == name) return a;
-  throw ConfigError("reduce algorithm '" + std::string(name) +
-                    "' is unknown (expected binomial or chain)");
+  return parse_algo(name, kReduceAlgos, "reduce");
 }
 
 std::string to_string(IntraHostAlgo algo) {
@@ -100,10 +103,7 @@ std::string to_string(IntraHostAlgo algo) {
 }
 
 IntraHostAlgo parse_intra_host_algo(std::string_view name) {
-  for (IntraHostAlgo a : kIntraHostAlgos)
-    if (to_string(a) == name) return a;
-  throw ConfigError("intra-host algorithm '" + std::string(name) +
-                    "' is unknown (expected auto, binomial or chain)");
+  return parse_algo(name, kIntraHostAlgos, "intra-host");
 }
 
 void allreduce(Transport& transport, const BufferView& data, ReduceOp op, Tag tag, AllreduceAlgo algo) {

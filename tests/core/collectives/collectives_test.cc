@@ -77,6 +77,26 @@ TEST(Algorithms, NamesRoundTripAndUnknownNamesAreRejected) {
   EXPECT_THROW(parse_intra_host_algo("tree"), ConfigError);
 }
 
+TEST(Algorithms, UnknownNameMessagesListEveryChoice) {
+  auto message = [](auto parse, std::string_view name) {
+    try {
+      parse(name);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message(parse_allreduce_algo, "butterfly"),
+            "allreduce algorithm 'butterfly' is unknown (expected ring, tree, halving_doubling or "
+            "native)");
+  EXPECT_EQ(message(parse_broadcast_algo, "star"),
+            "broadcast algorithm 'star' is unknown (expected binomial or chain)");
+  EXPECT_EQ(message(parse_reduce_algo, "ring"),
+            "reduce algorithm 'ring' is unknown (expected binomial or chain)");
+  EXPECT_EQ(message(parse_intra_host_algo, "tree"),
+            "intra-host algorithm 'tree' is unknown (expected auto, binomial or chain)");
+}
+
 TEST(IntraHostPlan, ChainOnceTheBufferFillsASegmentPerRank) {
   // The default segment is NCCL's 512 KiB step: 131072 f32 or 65536 f64.
   const IntraHostOptions defaults;
