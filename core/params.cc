@@ -72,6 +72,11 @@ ParamSchema& ParamSchema::add_string(std::string name, std::string def, std::str
   return *this;
 }
 
+ParamSchema& ParamSchema::add(ParamSpec spec) {
+  specs_.push_back(std::move(spec));
+  return *this;
+}
+
 ParamSchema& ParamSchema::extend(const ParamSchema& other) {
   for (const ParamSpec& s : other.specs_)
     if (!find(s.name)) specs_.push_back(s);

@@ -43,6 +43,8 @@ class ParamSchema {
                           std::optional<double> max = std::nullopt, bool min_exclusive = false);
   ParamSchema& add_string(std::string name, std::string def, std::string description,
                           std::vector<std::string> choices = {});
+  // Adds a parameter declared elsewhere (e.g. another schema's, under a new name).
+  ParamSchema& add(ParamSpec spec);
   // Adds every entry of `other` (e.g. a compressor's parameters inside an algorithm's).
   ParamSchema& extend(const ParamSchema& other);
 

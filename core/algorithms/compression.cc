@@ -1,39 +1,8 @@
 #include "core/algorithms/compression.h"
 
-#include <cmath>
-#include <optional>
+#include <utility>
 
 namespace bagua {
-
-namespace {
-
-std::optional<int64_t> as_int(const std::optional<double>& v) {
-  if (!v) return std::nullopt;
-  return static_cast<int64_t>(std::llround(*v));
-}
-
-// `spec` under another name.
-void add_renamed(ParamSchema& schema, const ParamSpec& spec, const std::string& name,
-                 const std::string& description) {
-  switch (spec.type) {
-    case ParamType::kBool:
-      schema.add_bool(name, std::get<bool>(spec.default_value), description);
-      break;
-    case ParamType::kInt:
-      schema.add_int(name, std::get<int64_t>(spec.default_value), description, as_int(spec.min),
-                     as_int(spec.max));
-      break;
-    case ParamType::kDouble:
-      schema.add_double(name, std::get<double>(spec.default_value), description, spec.min, spec.max,
-                        spec.min_exclusive);
-      break;
-    case ParamType::kString:
-      schema.add_string(name, std::get<std::string>(spec.default_value), description, spec.choices);
-      break;
-  }
-}
-
-}  // namespace
 
 void add_compressor_params(ParamSchema& schema, const CompressorRegistry& compressors,
                            const CompressorChoice& choice) {
@@ -46,8 +15,11 @@ void add_compressor_params(ParamSchema& schema, const CompressorRegistry& compre
   schema.add_string("compressor", choice.default_name, choice.description, names);
   for (const std::string& name : names) {
     const auto& entry = compressors.at(name);
-    for (const ParamSpec& spec : entry.schema.specs())
-      add_renamed(schema, spec, name + "_" + spec.name, name + ": " + spec.description);
+    for (ParamSpec spec : entry.schema.specs()) {
+      spec.description = name + ": " + spec.description;
+      spec.name = name + "_" + spec.name;
+      schema.add(std::move(spec));
+    }
   }
   if (choice.error_feedback_param)
     schema.add_bool(
