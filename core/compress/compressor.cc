@@ -20,6 +20,16 @@ Work Compressor::decode_cost(size_t n) const {
   return encode_cost(n);
 }
 
+void timed_encode(Clock& clock, Compressor& c, const BufferView& in, const BufferView& out) {
+  clock.compute(c.encode_cost(in.count()));
+  c.encode(in, out);
+}
+
+void timed_decode(Clock& clock, Compressor& c, const BufferView& in, const BufferView& out) {
+  clock.compute(c.decode_cost(out.count()));
+  c.decode(in, out);
+}
+
 namespace compress_detail {
 
 bool check_encode(const Compressor& c, const BufferView& in, const BufferView& out) {

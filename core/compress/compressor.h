@@ -47,6 +47,11 @@ class Compressor {
   virtual Work decode_cost(size_t n) const;
 };
 
+// Charge `clock` the modelled cost of encoding `in` (decoding into `out`), then do it: how a primitive
+// runs a compressor on its stream.
+void timed_encode(Clock& clock, Compressor& c, const BufferView& in, const BufferView& out);
+void timed_decode(Clock& clock, Compressor& c, const BufferView& in, const BufferView& out);
+
 using CompressorFactory = std::function<std::unique_ptr<Compressor>()>;
 using CompressorRegistry = Registry<Compressor>;
 

@@ -32,16 +32,6 @@ CentralizedLowPrecision::CentralizedLowPrecision(RankContext& ctx, Communicator&
   fill(send_, 0.0);
 }
 
-void CentralizedLowPrecision::encode(Compressor& c, const BufferView& in, const BufferView& out) {
-  ctx_.clock().compute(c.encode_cost(in.count()));
-  c.encode(in, out);
-}
-
-void CentralizedLowPrecision::decode(Compressor& c, const BufferView& in, const BufferView& out) {
-  ctx_.clock().compute(c.decode_cost(out.count()));
-  c.decode(in, out);
-}
-
 void CentralizedLowPrecision::allreduce(const BufferView& bucket, Tag tag) {
   BAGUA_CHECK_EQ(bucket.count(), count_, "C_LP_S bucket size (one primitive per bucket)");
   communicator_.execute(bucket, average_, /*pre=*/true, /*post=*/true, tag,
@@ -53,6 +43,7 @@ void CentralizedLowPrecision::scatter_reduce_gather(Transport& group, const Buff
   const int ranks = group.size();
   const int rank = group.rank();
   BAGUA_CHECK_EQ(ranks, parts_, "C_LP_S inner group size");
+  Clock& clock = ctx_.clock();
   const collectives::Chunking chunks(bucket, ranks);
   auto slot = [&](const Buffer& b, int j, size_t elements) {
     return b.view().slice(static_cast<size_t>(j) * slot_bytes_,
@@ -62,7 +53,7 @@ void CentralizedLowPrecision::scatter_reduce_gather(Transport& group, const Buff
   // Scatter: chunk j, compressed by its own site, to rank j.
   for (int j = 0; j < ranks; ++j) {
     const BufferView chunk = chunks.chunk(j);
-    encode(*scatter_sites_[static_cast<size_t>(j)], chunk, slot(send_, j, chunk.count()));
+    timed_encode(clock, *scatter_sites_[static_cast<size_t>(j)], chunk, slot(send_, j, chunk.count()));
   }
   collectives::alltoall(group, send_, received_, tag);
 
@@ -72,20 +63,20 @@ void CentralizedLowPrecision::scatter_reduce_gather(Transport& group, const Buff
   const BufferView decoded = decoded_.view().slice(0, own_count);
   for (int j = 0; j < ranks; ++j) {
     if (j == 0) {
-      decode(*decoder_, slot(received_, 0, own_count), reduced);
+      timed_decode(clock, *decoder_, slot(received_, 0, own_count), reduced);
     } else {
-      decode(*decoder_, slot(received_, j, own_count), decoded);
+      timed_decode(clock, *decoder_, slot(received_, j, own_count), decoded);
       bagua::reduce(reduced, decoded, ReduceOp::kSum);
     }
   }
   if (average_ && ranks > 1) scale(reduced, 1.0 / ranks);
 
   // Gather: the reduced chunk compressed once more, every rank's slot to every rank, all decompressed.
-  encode(*gather_site_, reduced, slot(send_, rank, own_count));
+  timed_encode(clock, *gather_site_, reduced, slot(send_, rank, own_count));
   collectives::allgather(group, send_, tag);
   for (int j = 0; j < ranks; ++j) {
     const BufferView chunk = chunks.chunk(j);
-    decode(*decoder_, slot(send_, j, chunk.count()), chunk);
+    timed_decode(clock, *decoder_, slot(send_, j, chunk.count()), chunk);
   }
 }
 

@@ -49,8 +49,6 @@ class CentralizedLowPrecision {
 
  private:
   void scatter_reduce_gather(Transport& group, const BufferView& bucket, Tag tag);
-  void encode(Compressor& c, const BufferView& in, const BufferView& out);
-  void decode(Compressor& c, const BufferView& in, const BufferView& out);
 
   RankContext& ctx_;
   Communicator& communicator_;

@@ -33,8 +33,7 @@ void ChocoGossip::step(const BufferView& weights, Tag tag) {
   // q_r := Q(x - x̂_r)
   copy(difference_, weights);
   axpy(difference_, -1.0, own_);
-  clock.compute(encoder_->encode_cost(n));
-  encoder_->encode(difference_, sent_);
+  timed_encode(clock, *encoder_, difference_, sent_);
 
   // Exchange with the ring neighbours (one neighbour when P = 2, none when P = 1).
   const int left = (rank + ranks - 1) % ranks;
@@ -49,18 +48,15 @@ void ChocoGossip::step(const BufferView& weights, Tag tag) {
 
   // x̂_r += D(q_r); s_r += sum_j W_rj D(q_j)
   const double w = ranks >= 3 ? 1.0 / 3.0 : 1.0 / ranks;
-  clock.compute(decoder_->decode_cost(n));
-  decoder_->decode(sent_, decoded_);
+  timed_decode(clock, *decoder_, sent_, decoded_);
   bagua::reduce(own_, decoded_, ReduceOp::kSum);
   axpy(mix_, w, decoded_);
   if (ranks >= 2) {
-    clock.compute(decoder_->decode_cost(n));
-    decoder_->decode(from_left_, decoded_);
+    timed_decode(clock, *decoder_, from_left_, decoded_);
     axpy(mix_, w, decoded_);
   }
   if (ranks >= 3) {
-    clock.compute(decoder_->decode_cost(n));
-    decoder_->decode(from_right_, decoded_);
+    timed_decode(clock, *decoder_, from_right_, decoded_);
     axpy(mix_, w, decoded_);
   }
 

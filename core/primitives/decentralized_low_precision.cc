@@ -38,7 +38,6 @@ void DecentralizedLowPrecision::step(const BufferView& weights, Tag tag) {
 void DecentralizedLowPrecision::ring_step(Transport& group, const BufferView& weights, Tag tag) {
   const int ranks = group.size();
   const int rank = group.rank();
-  const size_t n = count_;
   Clock& clock = ctx_.clock();
 
   // 1. The difference, in Bagua's order of additions.
@@ -48,8 +47,7 @@ void DecentralizedLowPrecision::ring_step(Transport& group, const BufferView& we
   axpy(difference_, -5.0 / 3.0, own_);
 
   // 2. Compress it and exchange with both neighbours.
-  clock.compute(encoder_->encode_cost(n));
-  encoder_->encode(difference_, sent_);
+  timed_encode(clock, *encoder_, difference_, sent_);
   BufferView sent_view = sent_.view();
   BufferView left_view = from_left_.view();
   BufferView right_view = from_right_.view();
@@ -67,16 +65,13 @@ void DecentralizedLowPrecision::ring_step(Transport& group, const BufferView& we
   }
 
   // 3. The neighbours' differences update their replicas.
-  clock.compute(decoder_->decode_cost(n));
-  decoder_->decode(left_view, decoded_);
+  timed_decode(clock, *decoder_, left_view, decoded_);
   bagua::reduce(left_peer_, decoded_, ReduceOp::kSum);
-  clock.compute(decoder_->decode_cost(n));
-  decoder_->decode(right_view, decoded_);
+  timed_decode(clock, *decoder_, right_view, decoded_);
   bagua::reduce(right_peer_, decoded_, ReduceOp::kSum);
 
   // 4. This rank's own difference updates its public weights, which become its weights.
-  clock.compute(decoder_->decode_cost(n));
-  decoder_->decode(sent_view, decoded_);
+  timed_decode(clock, *decoder_, sent_view, decoded_);
   copy(weights, decoded_);
   bagua::reduce(weights, own_, ReduceOp::kSum);
   copy(own_, weights);
