@@ -8,14 +8,6 @@
 
 namespace bagua::collectives {
 
-namespace {
-
-int mod(int a, int n) {
-  return ((a % n) + n) % n;
-}
-
-}  // namespace
-
 void alltoall(Transport& transport, const BufferView& send, const BufferView& recv, Tag tag) {
   // Both buffers are cut into one `chunk` per rank; chunk i of `send` is for rank i, and chunk j of
   // `recv` is from rank j. A rank first copies its own chunk across; then in `step` s = 1 .. ranks - 1

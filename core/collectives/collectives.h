@@ -95,6 +95,11 @@ class Chunking {
   int parts_;
 };
 
+// a mod n in [0, n) for n > 0: a place on a ring of n ranks, whatever the sign of a.
+inline int mod(int a, int n) {
+  return ((a % n) + n) % n;
+}
+
 // ---- Algorithms ----------------------------------------------------------------------------------
 
 enum class AllreduceAlgo : uint8_t { kRing, kTree, kHalvingDoubling, kNative };

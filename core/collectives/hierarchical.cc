@@ -11,10 +11,6 @@ namespace bagua::collectives {
 
 namespace {
 
-int mod(int a, int n) {
-  return ((a % n) + n) % n;
-}
-
 // The chunks of `host_ranks` (ascending world ranks), merged into runs of adjacent chunks: a single run
 // when the host's ranks are consecutive, as they are when ranks are numbered host by host.
 std::vector<BufferView> host_block(const Chunking& chunks, const std::vector<int>& host_ranks) {

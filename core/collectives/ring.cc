@@ -4,14 +4,6 @@
 
 namespace bagua::collectives {
 
-namespace {
-
-int mod(int a, int n) {
-  return ((a % n) + n) % n;
-}
-
-}  // namespace
-
 void reduce_scatter(Transport& transport, const BufferView& data, ReduceOp op, Tag tag) {
   // The `ranks` stand in a ring: each sends to its `right` neighbour, rank + 1, and receives from its
   // `left`, rank - 1 (mod ranks). The data is cut into one `chunk` per rank (chunk_range). In `step`

@@ -12,10 +12,6 @@ namespace bagua::collectives {
 
 namespace {
 
-int mod(int a, int n) {
-  return ((a % n) + n) % n;
-}
-
 // A rank's place in a tree over the group: whom it receives from and whom it sends to, in sending
 // order.
 struct TreePlace {
