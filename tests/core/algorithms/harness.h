@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "core/ops.h"
 #include "core/optim/optimizers.h"
 #include "core/trainer/trainer.h"
+#include "tests/core/layers.h"
 #include "tests/support/worlds.h"
 
 namespace bagua::testing {
@@ -23,20 +25,10 @@ namespace bagua::testing {
 // averaged over P ranks is w - tbar with tbar_i = (P - 1) / 2 + i / 10. Weights start at 0.
 class QuadraticModel final : public Model {
  public:
-  QuadraticModel(int rank, std::vector<size_t> sizes) : rank_(rank) {
-    size_t offset = 0;
-    for (size_t l = 0; l < sizes.size(); ++l) {
-      Layer layer;
-      layer.name = "layer" + std::to_string(l);
-      layer.offset = offset;
-      layer.count = sizes[l];
-      layer.forward.duration = Time::us(1);
-      layer.backward.duration = Time::us(2);
-      offset += sizes[l];
-      layers_.push_back(layer);
-    }
-    n_ = offset;
-  }
+  QuadraticModel(int rank, std::vector<size_t> sizes)
+      : rank_(rank),
+        layers_(contiguous_layers(sizes, "layer", Time::us(1), Time::us(2))),
+        n_(std::accumulate(sizes.begin(), sizes.end(), size_t{0})) {}
   static double target(int rank, size_t i) { return rank + static_cast<double>(i) / 10.0; }
   static double mean_target(int ranks, size_t i) {
     return (ranks - 1) / 2.0 + static_cast<double>(i) / 10.0;
@@ -63,26 +55,15 @@ class QuadraticModel final : public Model {
  private:
   int rank_;
   std::vector<Layer> layers_;
-  size_t n_ = 0;
+  size_t n_;
 };
 
 // A model on meta buffers: layers with profiled times and no data (like a profile workload).
 class MetaModel final : public Model {
  public:
-  explicit MetaModel(std::vector<size_t> sizes) {
-    size_t offset = 0;
-    for (size_t count : sizes) {
-      Layer layer;
-      layer.name = "meta" + std::to_string(layers_.size());
-      layer.offset = offset;
-      layer.count = count;
-      layer.forward.duration = Time::us(50);
-      layer.backward.duration = Time::us(100);
-      offset += count;
-      layers_.push_back(layer);
-    }
-    n_ = offset;
-  }
+  explicit MetaModel(std::vector<size_t> sizes)
+      : layers_(contiguous_layers(sizes, "meta", Time::us(50), Time::us(100))),
+        n_(std::accumulate(sizes.begin(), sizes.end(), size_t{0})) {}
   const std::vector<Layer>& layers() const override { return layers_; }
   size_t num_params() const override { return n_; }
   bool materialized() const override { return false; }
@@ -96,7 +77,7 @@ class MetaModel final : public Model {
 
  private:
   std::vector<Layer> layers_;
-  size_t n_ = 0;
+  size_t n_;
 };
 
 // Runs an inner algorithm and keeps a copy of the final weights (after the inner finish has drained

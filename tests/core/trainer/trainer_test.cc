@@ -5,12 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <mutex>
+#include <numeric>
 #include <string>
 #include <vector>
 
 #include "core/algorithms/gradient_allreduce.h"
 #include "core/ops.h"
 #include "netsim/simulation.h"
+#include "tests/core/layers.h"
 #include "tests/support/worlds.h"
 
 namespace bagua {
@@ -22,20 +24,10 @@ class QuadraticModel final : public Model {
  public:
   QuadraticModel(int rank, std::vector<size_t> sizes, Time forward, Time backward,
                  std::vector<std::string>* log)
-      : rank_(rank), log_(log) {
-    size_t offset = 0;
-    for (size_t l = 0; l < sizes.size(); ++l) {
-      Layer layer;
-      layer.name = "layer" + std::to_string(l);
-      layer.offset = offset;
-      layer.count = sizes[l];
-      layer.forward.duration = forward;
-      layer.backward.duration = backward;
-      offset += sizes[l];
-      layers_.push_back(layer);
-    }
-    n_ = offset;
-  }
+      : rank_(rank),
+        layers_(testing::contiguous_layers(sizes, "layer", forward, backward)),
+        n_(std::accumulate(sizes.begin(), sizes.end(), size_t{0})),
+        log_(log) {}
   const std::vector<Layer>& layers() const override { return layers_; }
   size_t num_params() const override { return n_; }
   bool materialized() const override { return true; }
@@ -60,7 +52,7 @@ class QuadraticModel final : public Model {
  private:
   int rank_;
   std::vector<Layer> layers_;
-  size_t n_ = 0;
+  size_t n_;
   std::vector<std::string>* log_;
 };
 
