@@ -64,8 +64,7 @@ double LinearRegression::loss_impl(std::span<const S> w, std::span<S> g, std::sp
   if (!g.empty()) {
     Eigen::Map<Vec<S>> grad(g.data(), d);
     grad.noalias() = xb * residual / b;
-    for (int l = layers_ - 1; l >= 0; --l)
-      if (ready) ready(l);
+    all_layers_ready(layers_, ready);
   }
   return loss;
 }

@@ -93,9 +93,7 @@ double LogisticRegression::loss_impl(std::span<const S> w, std::span<S> g, std::
       grad_c = delta.rowwise().sum();
     }
   }
-  if (!g.empty())
-    for (int l = layers_ - 1; l >= 0; --l)
-      if (ready) ready(l);
+  if (!g.empty()) all_layers_ready(layers_, ready);
   return loss;
 }
 

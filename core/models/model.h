@@ -34,6 +34,14 @@ struct Layer {
   Work backward;      // ... and of its backward pass
 };
 
+// Calls ready(l) for each of `layers` layers in backward order, last first: for a model whose
+// gradients all become final at once. Does nothing when `ready` is empty.
+inline void all_layers_ready(int layers, const std::function<void(int layer)>& ready) {
+  if (!ready) return;
+  for (int l = layers - 1; l >= 0; --l)
+    ready(l);
+}
+
 class Model {
  public:
   virtual ~Model() = default;

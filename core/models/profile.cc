@@ -24,8 +24,7 @@ class ProfileModel final : public Model {
                           const std::function<void(int layer)>& ready) override {
     BAGUA_CHECK_EQ(w.count(), num_params_, "profile forward_backward: weight count");
     BAGUA_CHECK_EQ(g.count(), num_params_, "profile forward_backward: gradient count");
-    for (int l = static_cast<int>(layers_->size()) - 1; l >= 0; --l)
-      if (ready) ready(l);
+    all_layers_ready(static_cast<int>(layers_->size()), ready);
     return std::numeric_limits<double>::quiet_NaN();
   }
 

@@ -92,8 +92,7 @@ class SyntheticModel final : public Model {
     if (w.is_meta() || g.is_meta()) {
       BAGUA_CHECK_EQ(w.count(), num_params(), "forward_backward: weight count");
       BAGUA_CHECK_EQ(g.count(), num_params(), "forward_backward: gradient count");
-      for (int l = static_cast<int>(layers_->size()) - 1; l >= 0; --l)
-        if (ready) ready(l);
+      all_layers_ready(static_cast<int>(layers_->size()), ready);
       return std::numeric_limits<double>::quiet_NaN();
     }
     detail::check_host_buffer(objective_->name(), w, num_params(), "weight");

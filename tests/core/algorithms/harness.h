@@ -47,8 +47,7 @@ class QuadraticModel final : public Model {
       gv[i] = wv[i] - static_cast<float>(target(rank_, i));
       loss += 0.5 * gv[i] * gv[i];
     }
-    for (int l = static_cast<int>(layers_.size()) - 1; l >= 0; --l)
-      ready(l);
+    all_layers_ready(static_cast<int>(layers_.size()), ready);
     return loss;
   }
 
@@ -70,8 +69,7 @@ class MetaModel final : public Model {
   void init_weights(const BufferView&) const override {}
   double forward_backward(const BufferView&, const BufferView&, int64_t,
                           const std::function<void(int)>& ready) override {
-    for (int l = static_cast<int>(layers_.size()) - 1; l >= 0; --l)
-      ready(l);
+    all_layers_ready(static_cast<int>(layers_.size()), ready);
     return std::nan("");
   }
 
