@@ -5,6 +5,7 @@
 #pragma once
 
 #include <Eigen/Dense>
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -90,17 +91,6 @@ double relative_distance(const Weights& a, const Weights& b);
 double norm(const Weights& a);
 
 // ---- definitions -----------------------------------------------------------------------------------
-
-#include <cmath>
-#include <functional>
-#include <numeric>
-#include <span>
-#include <sstream>
-
-#include "core/check.h"
-#include "experiments/backend.h"
-#include "experiments/json_util.h"
-#include "experiments/runner.h"
 
 namespace detail {
 
