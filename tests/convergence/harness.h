@@ -25,6 +25,7 @@
 #include "experiments/config.h"
 #include "experiments/json_util.h"
 #include "experiments/runner.h"
+#include "tests/core/algorithms/forwarding_algorithm.h"
 
 namespace bagua::convergence {
 
@@ -108,33 +109,26 @@ inline Weights to_weights(const BufferView& w) {
 
 // Forwards every hook to the algorithm under test and records the weights at the start of the last
 // iteration and after finish().
-class Recorder final : public Algorithm {
+class Recorder final : public testing::ForwardingAlgorithm {
  public:
   Recorder(std::unique_ptr<Algorithm> inner, int64_t iterations, Weights& before_last, Weights& final)
-      : inner_(std::move(inner)), last_(iterations - 1), before_last_(before_last), final_(final) {}
+      : ForwardingAlgorithm(*inner),
+        owned_(std::move(inner)),
+        last_(iterations - 1),
+        before_last_(before_last),
+        final_(final) {}
 
-  std::string name() const override { return inner_->name(); }
-  void init(TrainState& s) override { inner_->init(s); }
   void before_forward(TrainState& s) override {
-    if (s.step == last_) inner_->read_weights(s, [&] { before_last_ = to_weights(s.weights); });
-    inner_->before_forward(s);
+    if (s.step == last_) read_weights(s, [&] { before_last_ = to_weights(s.weights); });
+    ForwardingAlgorithm::before_forward(s);
   }
-  void on_bucket_ready(TrainState& s, const Bucket& b) override { inner_->on_bucket_ready(s, b); }
-  void after_backward(TrainState& s) override { inner_->after_backward(s); }
-  void apply_update(TrainState& s) override { inner_->apply_update(s); }
-  Work update_cost(const TrainState& s) const override { return inner_->update_cost(s); }
-  void read_weights(TrainState& s, const std::function<void()>& read) override {
-    inner_->read_weights(s, read);
-  }
-  void after_update(TrainState& s) override { inner_->after_update(s); }
   void finish(TrainState& s) override {
-    inner_->finish(s);
+    ForwardingAlgorithm::finish(s);
     final_ = to_weights(s.weights);
   }
-  Algorithm& inner() { return *inner_; }
 
  private:
-  std::unique_ptr<Algorithm> inner_;
+  std::unique_ptr<Algorithm> owned_;
   int64_t last_;
   Weights& before_last_;
   Weights& final_;

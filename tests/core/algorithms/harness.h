@@ -16,6 +16,7 @@
 #include "core/ops.h"
 #include "core/optim/optimizers.h"
 #include "core/trainer/trainer.h"
+#include "tests/core/algorithms/forwarding_algorithm.h"
 #include "tests/core/layers.h"
 #include "tests/support/worlds.h"
 
@@ -80,18 +81,11 @@ class MetaModel final : public Model {
 
 // Runs an inner algorithm and keeps a copy of the final weights (after the inner finish has drained
 // its background work).
-class WeightsProbe final : public Algorithm {
+class WeightsProbe final : public ForwardingAlgorithm {
  public:
-  explicit WeightsProbe(Algorithm& inner) : inner_(inner) {}
-  std::string name() const override { return inner_.name(); }
-  void init(TrainState& s) override { inner_.init(s); }
-  void before_forward(TrainState& s) override { inner_.before_forward(s); }
-  void on_bucket_ready(TrainState& s, const Bucket& b) override { inner_.on_bucket_ready(s, b); }
-  void after_backward(TrainState& s) override { inner_.after_backward(s); }
-  void apply_update(TrainState& s) override { inner_.apply_update(s); }
-  void after_update(TrainState& s) override { inner_.after_update(s); }
+  using ForwardingAlgorithm::ForwardingAlgorithm;
   void finish(TrainState& s) override {
-    inner_.finish(s);
+    ForwardingAlgorithm::finish(s);
     s.comm.synchronize();
     if (s.weights.is_host()) {
       auto w = s.weights.as<float>();
@@ -99,9 +93,6 @@ class WeightsProbe final : public Algorithm {
     }
   }
   std::vector<float> weights;
-
- private:
-  Algorithm& inner_;
 };
 
 struct Registries {
