@@ -24,10 +24,14 @@ LogisticRegression::LogisticRegression(std::shared_ptr<const Dataset> dataset, i
   BAGUA_CHECK(dataset_->classes >= 2, "logistic regression needs at least 2 classes");
 }
 
-size_t LogisticRegression::num_params() const {
-  const size_t d = static_cast<size_t>(dataset_->features());
-  const size_t c = static_cast<size_t>(dataset_->classes);
+size_t LogisticRegression::param_count(int64_t features, int classes) {
+  const size_t d = static_cast<size_t>(features);
+  const size_t c = static_cast<size_t>(classes);
   return c == 2 ? d + 1 : c * (d + 1);
+}
+
+size_t LogisticRegression::num_params() const {
+  return param_count(dataset_->features(), dataset_->classes);
 }
 
 std::vector<Layer> LogisticRegression::layers(int64_t batch) const {

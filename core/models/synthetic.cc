@@ -256,10 +256,8 @@ std::unique_ptr<SyntheticWorkload> make_logistic_regression(const Params& params
                             static_cast<int>(params.get_int("classes")),
                             static_cast<int>(params.get_int("clusters_per_class")),
                             params.get_double("separation"), setup.seed));
-  const int64_t classes = params.get_int("classes");
-  const size_t count =
-      static_cast<size_t>(classes == 2 ? data->features() + 1 : classes * (data->features() + 1));
-  const int layers = checked_layers(name, params, count);
+  const int layers =
+      checked_layers(name, params, LogisticRegression::param_count(data->features(), data->classes));
   auto objective = std::make_shared<const LogisticRegression>(data, layers);
   return std::make_unique<SyntheticWorkload>(objective, make_partition(name, params, *data, setup),
                                              setup.seed);

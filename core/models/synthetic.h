@@ -111,6 +111,8 @@ class LinearRegression final : public Objective {
 class LogisticRegression final : public Objective {
  public:
   LogisticRegression(std::shared_ptr<const Dataset> dataset, int layers);
+  // Parameters of a model of `features` inputs and `classes` classes.
+  static size_t param_count(int64_t features, int classes);
   std::string name() const override { return "logistic_regression"; }
   size_t num_params() const override;
   std::vector<Layer> layers(int64_t batch) const override;
