@@ -52,7 +52,9 @@ std::string run_and_check(Backend backend, const Registries& reg, RunSpec spec) 
     const TrainResult& t = r.train[static_cast<size_t>(rank)];
     EXPECT_EQ(t.iterations.size(), static_cast<size_t>(spec.iterations)) << describe(backend, spec);
     if (spec.meta) {
-      if (backend == Backend::kSim) EXPECT_GT(t.finish, Time::zero()) << describe(backend, spec);
+      if (backend == Backend::kSim) {
+        EXPECT_GT(t.finish, Time::zero()) << describe(backend, spec);
+      }
       continue;
     }
     for (const auto& it : t.iterations)
