@@ -56,11 +56,6 @@ class LowPrecisionDecentralized final : public Algorithm {
   void init(TrainState& s) override;
   void after_update(TrainState& s) override;
 
-  // The bucket's primitive (its replicas), for tests.
-  const DecentralizedLowPrecision& primitive(int bucket) const {
-    return *primitives_[static_cast<size_t>(bucket)];
-  }
-
  private:
   bool hierarchical_;
   int64_t interval_;

@@ -38,16 +38,13 @@ class ChocoGossip {
   // One gossip step on `weights` over the world's ring.
   void step(const BufferView& weights, Tag tag);
 
-  BufferView public_copy() const { return own_.view(); }  // x̂_r
-  BufferView mix() const { return mix_.view(); }          // s_r
-
  private:
   RankContext& ctx_;
   double gamma_;
   std::unique_ptr<Compressor> encoder_;
   std::unique_ptr<Compressor> decoder_;
-  Buffer own_;
-  Buffer mix_;
+  Buffer own_;  // x̂_r, this rank's public copy
+  Buffer mix_;  // s_r
   Buffer difference_;
   Buffer decoded_;
   Buffer sent_;

@@ -32,13 +32,11 @@ class Communicator {
   Communicator& operator=(const Communicator&) = delete;
 
   bool hierarchical() const { return groups_.has_value(); }
-  Transport& world() { return world_; }
   // The inner group, or nullptr on a rank that is not a host leader of a hierarchical communicator.
   Transport* inner();
   // Size of the inner group on every rank: the world size when flat, the number of hosts when
   // hierarchical (known to non-leaders too).
   int inner_size() const;
-  collectives::HierarchicalGroups* groups() { return groups_ ? &*groups_ : nullptr; }
 
   // pre (if `pre`), op(inner) on the ranks that have an inner group, post (if `post`). A flat
   // communicator runs op(world) only.
