@@ -71,8 +71,10 @@ TrainResult train(RankContext& ctx, Model& model, Optimizer& optimizer, Algorith
                    *comm,         0};
   algorithm.init(state);
 
-  // Which bucket each layer belongs to, and how many of a bucket's layers are still pending.
+  // Which bucket each layer belongs to, and (in each backward pass) how many of a bucket's layers are
+  // still pending.
   std::vector<int> bucket_of(layers.size(), -1);
+  std::vector<size_t> pending(state.buckets.size());
   for (const Bucket& b : state.buckets)
     for (int l : b.layers)
       bucket_of[static_cast<size_t>(l)] = b.index;
@@ -115,7 +117,6 @@ TrainResult train(RankContext& ctx, Model& model, Optimizer& optimizer, Algorith
 
     // Backward: layer by layer, last first; a bucket is handed to the algorithm (overlap) the moment
     // its last layer's gradients are final.
-    std::vector<size_t> pending(state.buckets.size());
     for (const Bucket& b : state.buckets)
       pending[static_cast<size_t>(b.index)] = b.layers.size();
     int next_ready = 0;  // buckets become ready strictly in index order
