@@ -3,9 +3,9 @@
 // Terms:
 //   rank, size   this rank's index in its group and the group's size
 //   host         the physical host a rank runs on (ranks on one host share fast intra-host links)
-//   tag          names one operation (a collective on one bucket, say); messages between the same pair
-//   of
-//                ranks, in the same group, with the same tag are matched in the order they were posted
+//   tag          names one operation (a collective on one bucket, say); messages between the same
+//                pair of ranks, in the same group, with the same tag are matched in the order they
+//                were posted
 //   request      the handle of a non-blocking send or receive, with SimGrid's life cycle:
 //                start (isend/irecv), test, wait; a blocking call is start + wait
 //   subgroup     a Transport over a subset of ranks, numbered by position in the list given

@@ -67,8 +67,7 @@ __device__ void store_f32(uint8_t* p, float v) {
   p[3] = static_cast<uint8_t>(u >> 24);
 }
 
-// ---- Space operations
-// -----------------------------------------------------------------------------------
+// ---- Space operations -------------------------------------------------------------------------------
 
 template <class T, Combine C>
 __global__ void reduce_kernel(T* dst, const T* src, size_t n) {
@@ -135,8 +134,7 @@ cudaError_t launch_fill(void* x, uint64_t pattern, size_t n, cudaStream_t stream
   return cudaGetLastError();
 }
 
-// ---- MinMax uint8
-// -----------------------------------------------------------------------------------------
+// ---- MinMax uint8 -----------------------------------------------------------------------------------
 
 // One element's value and index, or none (index kNone).
 struct Extreme {
@@ -295,8 +293,7 @@ __global__ void minmax_dequantize(const uint8_t* in, Records r, float eps, float
   }
 }
 
-// ---- Sign
-// -------------------------------------------------------------------------------------------------
+// ---- Sign -------------------------------------------------------------------------------------------
 
 // One block per chunk: f32(sum of |x| / len), the sum in double (in a tree order, not the host's).
 __global__ void sign_scales(const float* in, size_t n, size_t chunk, size_t chunks, uint8_t* out) {
@@ -338,8 +335,7 @@ __global__ void sign_expand(const uint8_t* in, size_t n, size_t chunk, size_t ch
   }
 }
 
-// ---- fp16
-// -------------------------------------------------------------------------------------------------
+// ---- fp16 -------------------------------------------------------------------------------------------
 
 // f32_to_f16_bits of core/compress/cast.cc, step for step (round to nearest even over the whole range).
 __device__ uint16_t f32_to_f16_bits(float f) {
@@ -389,9 +385,8 @@ __global__ void f16_to_f32_kernel(const uint8_t* in, size_t n, float* out) {
 
 }  // namespace
 
-// ---- Launchers
-// ---------------------------------------------------------------------------------------- Each clears
-// a stale (non-sticky) error status first, so that the status it returns is its own launch's.
+// ---- Launchers --------------------------------------------------------------------------------------
+// Each clears a stale (non-sticky) error status first, so that the status it returns is its launch's.
 
 cudaError_t reduce(Element type, Combine combine, void* dst, const void* src, size_t n,
                    cudaStream_t stream) {

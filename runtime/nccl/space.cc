@@ -124,8 +124,7 @@ void copy_bytes(int device, void* dst, const void* src, size_t bytes) {
   synchronize_caller_stream();
 }
 
-// ---- DeviceAllocation
-// -----------------------------------------------------------------------------------
+// ---- DeviceAllocation -------------------------------------------------------------------------------
 
 DeviceAllocation::DeviceAllocation(int device, size_t bytes, cudaStream_t free_stream)
     : device_(device), size_(bytes), free_stream_(free_stream) {
@@ -169,8 +168,7 @@ void DeviceAllocation::release() noexcept {
   size_ = 0;
 }
 
-// ---- CudaSpace
-// --------------------------------------------------------------------------------------------
+// ---- CudaSpace --------------------------------------------------------------------------------------
 
 CudaSpace::CudaSpace(int device) : device_(device), kernels_(device) {
   int count = 0;
@@ -308,8 +306,7 @@ void CudaSpace::fill(const BufferView& x, double v) const {
          "kernels::fill");
 }
 
-// ---- CudaKernels
-// ------------------------------------------------------------------------------------------
+// ---- CudaKernels ------------------------------------------------------------------------------------
 
 void CudaKernels::minmax_u8_encode(const BufferView& in, const BufferView& out, size_t chunk) const {
   check_compressor_views(in, out, DType::kF32, DType::kU8, "minmax_u8_encode");
