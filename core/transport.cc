@@ -1,6 +1,9 @@
 #include "core/transport.h"
 
 #include <map>
+#include <set>
+
+#include "core/check.h"
 
 namespace bagua {
 
@@ -37,6 +40,20 @@ HostLayout host_layout(const Transport& t) {
     layout.hosts.push_back(std::move(ranks));
   }
   return layout;
+}
+
+int subgroup_position(const Transport& t, std::span<const int> ranks, const std::string& who) {
+  std::set<int> seen;
+  int position = -1;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const int r = ranks[i];
+    BAGUA_CHECK(r >= 0 && r < t.size(), who + "subgroup: rank " + std::to_string(r) +
+                                            " outside a group of " + std::to_string(t.size()));
+    BAGUA_CHECK(seen.insert(r).second, who + "subgroup lists rank " + std::to_string(r) + " twice");
+    if (r == t.rank()) position = static_cast<int>(i);
+  }
+  BAGUA_CHECK(position >= 0, "rank " + std::to_string(t.rank()) + " creates a subgroup it is not in");
+  return position;
 }
 
 }  // namespace bagua

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "core/buffer.h"
@@ -70,5 +71,10 @@ struct HostLayout {
   bool uniform() const;                 // every host has the same number of ranks
 };
 HostLayout host_layout(const Transport& t);
+
+// Checks the list given to `t.subgroup` (every rank within t's group, none twice, t.rank() among them)
+// and returns t.rank()'s position in it, its number in the subgroup. `who` starts the messages of the
+// first two checks (a backend's "rank 3: ", say).
+int subgroup_position(const Transport& t, std::span<const int> ranks, const std::string& who = "");
 
 }  // namespace bagua

@@ -1,7 +1,6 @@
 #include "netsim/transport.h"
 
 #include <algorithm>
-#include <set>
 
 #include "core/check.h"
 #include "core/ops.h"
@@ -253,17 +252,10 @@ RequestPtr SimTransport::irecv(const BufferView& data, int src, Tag tag) {
 }
 
 std::unique_ptr<Transport> SimTransport::subgroup(std::span<const int> ranks) {
+  const int me = subgroup_position(*this, ranks);
   std::vector<int> members;
-  std::set<int> seen;
-  int me = -1;
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    check_peer(ranks[i], "subgroup");
-    BAGUA_CHECK(seen.insert(ranks[i]).second,
-                "subgroup lists rank " + std::to_string(ranks[i]) + " twice");
-    if (ranks[i] == rank_) me = static_cast<int>(i);
-    members.push_back(world_rank(ranks[i]));
-  }
-  BAGUA_CHECK(me >= 0, "rank " + std::to_string(rank_) + " creates a subgroup it is not in");
+  for (int r : ranks)
+    members.push_back(world_rank(r));
   const uint64_t id = subgroup_id(group_, members);
   return std::make_unique<SimTransport>(world_, id, std::move(members), me);
 }

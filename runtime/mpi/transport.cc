@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <climits>
 #include <mutex>
-#include <set>
 #include <utility>
 
 #include "core/check.h"
@@ -371,17 +370,10 @@ RequestPtr MpiTransport::irecv(const BufferView& data, int src, Tag tag) {
 }
 
 std::unique_ptr<Transport> MpiTransport::subgroup(std::span<const int> ranks) {
+  subgroup_position(*this, ranks, "rank " + std::to_string(rank_) + ": ");
   std::vector<int> hosts;
-  std::set<int> seen;
-  bool member = false;
-  for (int r : ranks) {
-    check_peer(r, "subgroup");
-    BAGUA_CHECK(seen.insert(r).second, "rank " + std::to_string(rank_) + ": subgroup lists rank " +
-                                           std::to_string(r) + " twice");
-    member = member || r == rank_;
+  for (int r : ranks)
     hosts.push_back(hosts_[static_cast<size_t>(r)]);
-  }
-  BAGUA_CHECK(member, "rank " + std::to_string(rank_) + " creates a subgroup it is not in");
 
   GroupGuard parent, group;
   BAGUA_MPI_CHECK(MPI_Comm_group(state_->comm, &parent.group));

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -399,15 +398,7 @@ RequestPtr NcclTransport::post(const BufferView& data, int peer, Tag tag, bool s
 }
 
 std::unique_ptr<Transport> NcclTransport::subgroup(std::span<const int> ranks) {
-  std::set<int> seen;
-  bool member = false;
-  for (int r : ranks) {
-    check_peer(r, "subgroup");
-    BAGUA_CHECK(seen.insert(r).second,
-                rank_text(rank()) + ": subgroup lists rank " + std::to_string(r) + " twice");
-    member = member || r == rank();
-  }
-  BAGUA_CHECK(member, rank_text(rank()) + " creates a subgroup it is not in");
+  subgroup_position(*this, ranks, rank_text(rank()) + ": ");
   std::unique_ptr<Transport> bootstrap = state_->bootstrap->subgroup(ranks);
   return std::make_unique<NcclTransport>(std::move(bootstrap), state_->device, state_->selector);
 }

@@ -1,7 +1,6 @@
 #include "runtime/threads/transport.h"
 
 #include <cstring>
-#include <set>
 
 #include "core/check.h"
 #include "core/ops.h"
@@ -174,19 +173,13 @@ RequestPtr ThreadsTransport::irecv(const BufferView& data, int src, Tag tag) {
 }
 
 std::unique_ptr<Transport> ThreadsTransport::subgroup(std::span<const int> ranks) {
+  const int me = subgroup_position(*this, ranks);
   std::vector<int> members;
   std::vector<int> hosts;
-  std::set<int> seen;
-  int me = -1;
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    check_peer(ranks[i], "subgroup");
-    BAGUA_CHECK(seen.insert(ranks[i]).second,
-                "subgroup lists rank " + std::to_string(ranks[i]) + " twice");
-    if (ranks[i] == rank_) me = static_cast<int>(i);
-    members.push_back(members_[static_cast<size_t>(ranks[i])]);
-    hosts.push_back(hosts_[static_cast<size_t>(ranks[i])]);
+  for (int r : ranks) {
+    members.push_back(members_[static_cast<size_t>(r)]);
+    hosts.push_back(hosts_[static_cast<size_t>(r)]);
   }
-  BAGUA_CHECK(me >= 0, "rank " + std::to_string(rank_) + " creates a subgroup it is not in");
   const uint64_t id = subgroup_id(group_, members);
   return std::make_unique<ThreadsTransport>(mailbox_, id, std::move(members), std::move(hosts), me);
 }
