@@ -11,20 +11,22 @@ namespace bagua::runtime::mpi {
 
 namespace detail {
 
+std::string world_rank_text() {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  int r = -1;
+  if (initialized && !finalized && MPI_Comm_rank(MPI_COMM_WORLD, &r) == MPI_SUCCESS)
+    return std::to_string(r);
+  return "?";
+}
+
 void mpi_call_failed(const char* call, int error, const char* file, int line) {
   char text[MPI_MAX_ERROR_STRING] = {};
   int length = 0;
   if (MPI_Error_string(error, text, &length) != MPI_SUCCESS) length = 0;
-  std::string rank = "?";
-  int initialized = 0, finalized = 0;
-  MPI_Initialized(&initialized);
-  MPI_Finalized(&finalized);
-  if (initialized && !finalized) {
-    int r = -1;
-    if (MPI_Comm_rank(MPI_COMM_WORLD, &r) == MPI_SUCCESS) rank = std::to_string(r);
-  }
-  throw MpiError(std::string(file) + ":" + std::to_string(line) + ": rank " + rank + ": " + call +
-                 " failed: " +
+  throw MpiError(std::string(file) + ":" + std::to_string(line) + ": rank " + world_rank_text() + ": " +
+                 call + " failed: " +
                  (length > 0 ? std::string(text, static_cast<size_t>(length))
                              : "MPI error " + std::to_string(error)));
 }

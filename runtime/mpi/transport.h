@@ -43,6 +43,8 @@ class MpiError : public std::runtime_error {
 
 namespace detail {
 [[noreturn]] void mpi_call_failed(const char* call, int error, const char* file, int line);
+// This process's rank in MPI_COMM_WORLD as text; "?" before MPI_Init or after MPI_Finalize.
+std::string world_rank_text();
 }  // namespace detail
 
 // Wraps every MPI call: throws MpiError unless it returned MPI_SUCCESS. Communicators made here use

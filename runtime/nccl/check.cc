@@ -1,21 +1,13 @@
 #include "runtime/nccl/check.h"
 
-#include <mpi.h>
-
 #include <cstdio>
+
+#include "runtime/mpi/transport.h"
 
 namespace bagua::runtime::nccl::detail {
 
 std::string where_am_i() {
-  std::string rank = "?";
-  int initialized = 0, finalized = 0;
-  MPI_Initialized(&initialized);
-  MPI_Finalized(&finalized);
-  if (initialized && !finalized) {
-    int r = -1;
-    if (MPI_Comm_rank(MPI_COMM_WORLD, &r) == MPI_SUCCESS) rank = std::to_string(r);
-  }
-  std::string where = "rank " + rank;
+  std::string where = "rank " + mpi::detail::world_rank_text();
   int device = -1;
   // cudaGetDevice does not start a context; on a machine without a device it fails, and we say nothing.
   if (cudaGetDevice(&device) == cudaSuccess)
