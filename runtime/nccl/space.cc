@@ -115,29 +115,30 @@ kernels::MinMaxLayout minmax_layout() {
                                MinMaxUint8Compressor::kAlignBytes};
 }
 
+// `bytes` bytes (at least one) from `device`'s pool. The pool's memory is ordered on the allocating
+// stream; waiting for that stream makes it usable on any.
+void* pool_allocate(int device, size_t bytes) {
+  use_device(device);
+  void* p = nullptr;
+  BAGUA_CUDA_CHECK(cudaMallocAsync(&p, bytes == 0 ? 1 : bytes, cudaStreamPerThread));
+  const cudaError_t status = cudaStreamSynchronize(cudaStreamPerThread);
+  if (status != cudaSuccess) {
+    BAGUA_CUDA_WARN(cudaFreeAsync(p, cudaStreamPerThread));
+    detail::cuda_call_failed("cudaStreamSynchronize(cudaStreamPerThread)", status, __FILE__, __LINE__);
+  }
+  return p;
+}
+
 }  // namespace
 
 void copy_bytes(int device, void* dst, const void* src, size_t bytes) {
-  if (bytes == 0) return;
-  use_device(device);
-  BAGUA_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, cudaStreamPerThread));
-  synchronize_caller_stream();
+  copy_bytes(device, dst, src, bytes, cudaMemcpyDefault);
 }
 
 // ---- DeviceAllocation -------------------------------------------------------------------------------
 
 DeviceAllocation::DeviceAllocation(int device, size_t bytes, cudaStream_t free_stream)
-    : device_(device), size_(bytes), free_stream_(free_stream) {
-  use_device(device);
-  // The pool's memory is ordered on the allocating stream; waiting for that stream makes it usable on
-  // any.
-  BAGUA_CUDA_CHECK(cudaMallocAsync(&data_, bytes == 0 ? 1 : bytes, cudaStreamPerThread));
-  const cudaError_t status = cudaStreamSynchronize(cudaStreamPerThread);
-  if (status != cudaSuccess) {
-    release();
-    detail::cuda_call_failed("cudaStreamSynchronize(cudaStreamPerThread)", status, __FILE__, __LINE__);
-  }
-}
+    : device_(device), data_(pool_allocate(device, bytes)), size_(bytes), free_stream_(free_stream) {}
 
 DeviceAllocation::~DeviceAllocation() {
   release();
@@ -186,15 +187,7 @@ CudaSpace::CudaSpace(int device) : device_(device), kernels_(device) {
 }
 
 void* CudaSpace::allocate(size_t bytes) const {
-  use_device(device_);
-  void* p = nullptr;
-  BAGUA_CUDA_CHECK(cudaMallocAsync(&p, bytes == 0 ? 1 : bytes, cudaStreamPerThread));
-  const cudaError_t status = cudaStreamSynchronize(cudaStreamPerThread);
-  if (status != cudaSuccess) {
-    BAGUA_CUDA_WARN(cudaFreeAsync(p, cudaStreamPerThread));
-    detail::cuda_call_failed("cudaStreamSynchronize(cudaStreamPerThread)", status, __FILE__, __LINE__);
-  }
-  return p;
+  return pool_allocate(device_, bytes);
 }
 
 void CudaSpace::deallocate(void* p) const {
