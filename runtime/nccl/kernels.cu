@@ -197,6 +197,25 @@ Records records_of(size_t n, size_t chunk, const MinMaxLayout& layout) {
   return r;
 }
 
+// Tile `tile` of the quantizing passes: chunk `chunk`, whose elements start at `begin`, and the
+// chunk's elements [first, end) that the tile covers; empty (first >= end) for a tile past the end of
+// a short last chunk.
+struct Tile {
+  size_t chunk;
+  size_t begin;
+  size_t first;
+  size_t end;
+};
+
+__device__ Tile tile_of(const Records& r, size_t tile) {
+  Tile t;
+  t.chunk = tile / r.tiles_per_chunk;
+  t.begin = t.chunk * r.chunk;
+  t.first = (tile % r.tiles_per_chunk) * kTile;
+  t.end = smaller(smaller(r.chunk, r.n - t.begin), t.first + kTile);
+  return t;
+}
+
 // One block per chunk: its min and max (as the host scan finds them) into the record's header, and the
 // record's zero bytes (header after min and max, padding after the data).
 __global__ void minmax_headers(const float* in, Records r, uint8_t* out) {
@@ -248,20 +267,16 @@ __global__ void minmax_quantize(const float* in, Records r, float eps, uint8_t* 
   __shared__ Levels shared_levels;
   const size_t tiles = r.chunks * r.tiles_per_chunk;
   for (size_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-    const size_t i = tile / r.tiles_per_chunk;
-    const size_t first = (tile % r.tiles_per_chunk) * kTile;
-    const size_t begin = i * r.chunk;
-    const size_t len = smaller(r.chunk, r.n - begin);
-    if (first >= len)
-      continue;  // a tile past the end of a short last chunk (the same for the whole block)
-    uint8_t* record = out + i * r.stride;
+    const Tile s = tile_of(r, tile);
+    if (s.first >= s.end)
+      continue;  // past the end of a short last chunk (the same for the whole block)
+    uint8_t* record = out + s.chunk * r.stride;
     __syncthreads();  // every thread has read the previous tile's levels
     if (threadIdx.x == 0) shared_levels = levels_of(load_f32(record), load_f32(record + 4), eps);
     __syncthreads();
     const Levels l = shared_levels;
-    const size_t end = smaller(len, first + kTile);
-    for (size_t j = first + threadIdx.x; j < end; j += kThreads) {
-      float level = rintf(__fmul_rn(in[begin + j], l.scale));
+    for (size_t j = s.first + threadIdx.x; j < s.end; j += kThreads) {
+      float level = rintf(__fmul_rn(in[s.begin + j], l.scale));
       level = level < l.upper_bound ? level : l.upper_bound;  // a NaN level becomes the bound
       const float v = __fsub_rn(level, l.lower_bound);
       record[r.header_bytes + j] = v >= 255.0f ? uint8_t{255}
@@ -276,19 +291,15 @@ __global__ void minmax_dequantize(const uint8_t* in, Records r, float eps, float
   __shared__ Levels shared_levels;
   const size_t tiles = r.chunks * r.tiles_per_chunk;
   for (size_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-    const size_t i = tile / r.tiles_per_chunk;
-    const size_t first = (tile % r.tiles_per_chunk) * kTile;
-    const size_t begin = i * r.chunk;
-    const size_t len = smaller(r.chunk, r.n - begin);
-    if (first >= len) continue;
-    const uint8_t* record = in + i * r.stride;
+    const Tile s = tile_of(r, tile);
+    if (s.first >= s.end) continue;
+    const uint8_t* record = in + s.chunk * r.stride;
     __syncthreads();
     if (threadIdx.x == 0) shared_levels = levels_of(load_f32(record), load_f32(record + 4), eps);
     __syncthreads();
     const Levels l = shared_levels;
-    const size_t end = smaller(len, first + kTile);
-    for (size_t j = first + threadIdx.x; j < end; j += kThreads)
-      out[begin + j] =
+    for (size_t j = s.first + threadIdx.x; j < s.end; j += kThreads)
+      out[s.begin + j] =
           __fdiv_rn(__fadd_rn(static_cast<float>(record[r.header_bytes + j]), l.lower_bound), l.scale);
   }
 }
