@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/allreduce_timing.h"
 #include "core/collectives/collectives.h"
 #include "core/ops.h"
 #include "runtime/mpi/transport.h"
@@ -38,67 +39,16 @@ namespace {
 using bagua::Buffer;
 using bagua::DType;
 using bagua::ReduceOp;
+using bagua::bench::AllreduceOptions;
+using bagua::bench::median;
+using bagua::bench::median_seconds;
+using bagua::bench::parse_options;
+using bagua::bench::size_name;
 using bagua::collectives::AllreduceAlgo;
 using bagua::runtime::mpi::MpiTransport;
 
-struct Options {
-  int64_t min_bytes = 1024;
-  int64_t max_bytes = int64_t{64} << 20;
-  int64_t factor = 4;
-  int warmup = 3;
-  int repeats = 20;
-  bool pingpong = false;
-};
-
-Options parse(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (flag == "--pingpong") {
-      o.pingpong = true;
-      continue;
-    }
-    if (i + 1 >= argc) throw bagua::ConfigError("bench_mpi_allreduce: " + flag + " needs a value");
-    const int64_t value = std::stoll(argv[++i]);
-    if (flag == "--min-bytes")
-      o.min_bytes = value;
-    else if (flag == "--max-bytes")
-      o.max_bytes = value;
-    else if (flag == "--factor")
-      o.factor = value;
-    else if (flag == "--warmup")
-      o.warmup = static_cast<int>(value);
-    else if (flag == "--repeats")
-      o.repeats = static_cast<int>(value);
-    else
-      throw bagua::ConfigError("bench_mpi_allreduce: unknown flag " + flag);
-  }
-  if (o.min_bytes < 4 || o.max_bytes < o.min_bytes || o.factor < 2 || o.repeats < 1 || o.warmup < 0)
-    throw bagua::ConfigError(
-        "bench_mpi_allreduce: need 4 <= min-bytes <= max-bytes, factor >= 2, "
-        "repeats >= 1, warmup >= 0");
-  return o;
-}
-
-// The median over `repeats` barrier-synchronized runs of the slowest rank's time, in seconds.
-double median_seconds(MpiTransport& transport, const Buffer& data, AllreduceAlgo algo,
-                      const Options& o) {
-  std::vector<double> samples;
-  for (int run = 0; run < o.warmup + o.repeats; ++run) {
-    bagua::fill(data, 1.0);
-    BAGUA_MPI_CHECK(MPI_Barrier(transport.comm()));
-    const auto begin = std::chrono::steady_clock::now();
-    bagua::collectives::allreduce(transport, data, ReduceOp::kSum, /*tag=*/1, algo);
-    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-    BAGUA_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, transport.comm()));
-    if (run >= o.warmup) samples.push_back(seconds);
-  }
-  std::nth_element(samples.begin(), samples.begin() + samples.size() / 2, samples.end());
-  return samples[samples.size() / 2];
-}
-
 // The median round trip of `data` from rank 0 to rank 1 and one byte back, in seconds.
-double median_round_trip(MpiTransport& transport, const Buffer& data, const Options& o) {
+double median_round_trip(MpiTransport& transport, const Buffer& data, const AllreduceOptions& o) {
   std::vector<double> samples;
   const Buffer ack = Buffer::host(DType::kU8, 1);
   for (int run = 0; run < o.warmup + o.repeats; ++run) {
@@ -115,19 +65,13 @@ double median_round_trip(MpiTransport& transport, const Buffer& data, const Opti
         std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
     if (run >= o.warmup) samples.push_back(seconds);
   }
-  std::nth_element(samples.begin(), samples.begin() + samples.size() / 2, samples.end());
-  return samples[samples.size() / 2];
-}
-
-std::string size_name(int64_t bytes) {
-  if (bytes >= (int64_t{1} << 20)) return std::to_string(bytes >> 20) + " MiB";
-  if (bytes >= 1024) return std::to_string(bytes >> 10) + " KiB";
-  return std::to_string(bytes) + " B";
+  return median(samples);
 }
 
 int run(int argc, char** argv) {
   bagua::runtime::mpi::MpiWorld world(&argc, &argv);
-  const Options o = parse(argc, argv);
+  const AllreduceOptions o = parse_options(argc, argv, "bench_mpi_allreduce", int64_t{64} << 20,
+                                           /*with_pingpong=*/true);
   MpiTransport& transport = world.transport();
   const int p = world.size();
   if (o.pingpong) {
@@ -161,8 +105,8 @@ int run(int argc, char** argv) {
   }
   for (int64_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= o.factor) {
     const Buffer data = Buffer::host(DType::kF32, static_cast<size_t>(bytes / 4));
-    const double ring = median_seconds(transport, data, AllreduceAlgo::kRing, o);
-    const double native = median_seconds(transport, data, AllreduceAlgo::kNative, o);
+    const double ring = median_seconds(transport, data, AllreduceAlgo::kRing, o, transport.comm());
+    const double native = median_seconds(transport, data, AllreduceAlgo::kNative, o, transport.comm());
 
     // Both methods must give P at every element (every rank holds 1).
     const Buffer check_ring = Buffer::host(DType::kF32, data.count());

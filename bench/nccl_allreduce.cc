@@ -18,13 +18,12 @@
 
 #include <mpi.h>
 
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <exception>
 #include <string>
 #include <vector>
 
+#include "bench/allreduce_timing.h"
 #include "core/collectives/collectives.h"
 #include "core/ops.h"
 #include "runtime/mpi/transport.h"
@@ -36,63 +35,11 @@ namespace {
 using bagua::Buffer;
 using bagua::DType;
 using bagua::ReduceOp;
+using bagua::bench::AllreduceOptions;
+using bagua::bench::median_seconds;
+using bagua::bench::parse_options;
+using bagua::bench::size_name;
 using bagua::collectives::AllreduceAlgo;
-
-struct Options {
-  int64_t min_bytes = 1024;
-  int64_t max_bytes = int64_t{256} << 20;
-  int64_t factor = 4;
-  int warmup = 3;
-  int repeats = 20;
-};
-
-Options parse(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (i + 1 >= argc) throw bagua::ConfigError("bench_nccl_allreduce: " + flag + " needs a value");
-    const int64_t value = std::stoll(argv[++i]);
-    if (flag == "--min-bytes")
-      o.min_bytes = value;
-    else if (flag == "--max-bytes")
-      o.max_bytes = value;
-    else if (flag == "--factor")
-      o.factor = value;
-    else if (flag == "--warmup")
-      o.warmup = static_cast<int>(value);
-    else if (flag == "--repeats")
-      o.repeats = static_cast<int>(value);
-    else
-      throw bagua::ConfigError("bench_nccl_allreduce: unknown flag " + flag);
-  }
-  if (o.min_bytes < 4 || o.max_bytes < o.min_bytes || o.factor < 2 || o.repeats < 1 || o.warmup < 0)
-    throw bagua::ConfigError(
-        "bench_nccl_allreduce: need 4 <= min-bytes <= max-bytes, factor >= 2, "
-        "repeats >= 1, warmup >= 0");
-  return o;
-}
-
-double median_seconds(bagua::Transport& transport, const Buffer& data, AllreduceAlgo algo,
-                      const Options& o) {
-  std::vector<double> samples;
-  for (int run = 0; run < o.warmup + o.repeats; ++run) {
-    bagua::fill(data, 1.0);
-    BAGUA_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
-    const auto begin = std::chrono::steady_clock::now();
-    bagua::collectives::allreduce(transport, data, ReduceOp::kSum, /*tag=*/1, algo);
-    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-    BAGUA_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
-    if (run >= o.warmup) samples.push_back(seconds);
-  }
-  std::nth_element(samples.begin(), samples.begin() + samples.size() / 2, samples.end());
-  return samples[samples.size() / 2];
-}
-
-std::string size_name(int64_t bytes) {
-  if (bytes >= (int64_t{1} << 20)) return std::to_string(bytes >> 20) + " MiB";
-  if (bytes >= 1024) return std::to_string(bytes >> 10) + " KiB";
-  return std::to_string(bytes) + " B";
-}
 
 // Whether every element of `data` (on the device) is p.
 bool all_equal(const Buffer& data, int p) {
@@ -105,7 +52,8 @@ bool all_equal(const Buffer& data, int p) {
 
 int run(int argc, char** argv) {
   bagua::runtime::nccl::NcclWorld world(&argc, &argv);
-  const Options o = parse(argc, argv);
+  const AllreduceOptions o = parse_options(argc, argv, "bench_nccl_allreduce", int64_t{256} << 20,
+                                           /*with_pingpong=*/false);
   bagua::Transport& transport = world.context().transport();
   const bagua::Space& gpu = world.context().space();
   const int p = world.size();
@@ -120,8 +68,8 @@ int run(int argc, char** argv) {
   }
   for (int64_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= o.factor) {
     const Buffer data(gpu, DType::kF32, static_cast<size_t>(bytes / 4));
-    const double ring = median_seconds(transport, data, AllreduceAlgo::kRing, o);
-    const double native = median_seconds(transport, data, AllreduceAlgo::kNative, o);
+    const double ring = median_seconds(transport, data, AllreduceAlgo::kRing, o, MPI_COMM_WORLD);
+    const double native = median_seconds(transport, data, AllreduceAlgo::kNative, o, MPI_COMM_WORLD);
 
     int agree = 1;
     for (AllreduceAlgo algo : {AllreduceAlgo::kRing, AllreduceAlgo::kNative}) {
