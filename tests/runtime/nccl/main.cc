@@ -1,42 +1,23 @@
 // Test main for the NCCL runtime, run under mpirun (and alone, as a job of one rank): every rank runs
-// every test; only rank 0 prints the usual report, other ranks print their failures prefixed with their
-// rank; the exit code is non-zero when a test failed on ANY rank.
+// every test (tests/runtime/mpi/every_rank.h); the exit code is non-zero when a test failed on ANY
+// rank.
 //
 // Without a CUDA device for every rank (decided collectively, so that all ranks agree) no NcclWorld is
 // made and every test skips; rank 0 prints the reason once, ending in "NCCL tests skipped", which ctest
 // recognizes as a skip.
-#include <gtest/gtest.h>
 #include <mpi.h>
 
 #include <cstdio>
 #include <memory>
 
 #include "runtime/mpi/world.h"
+#include "tests/runtime/mpi/every_rank.h"
 #include "tests/runtime/nccl/support.h"
 
 namespace bagua::testing {
 namespace {
 
 runtime::nccl::NcclWorld* world = nullptr;
-
-// Prints a failing assertion of a rank other than 0 (rank 0 has gtest's own printer).
-class RankFailurePrinter final : public ::testing::EmptyTestEventListener {
- public:
-  explicit RankFailurePrinter(int rank) : rank_(rank) {}
-  void OnTestPartResult(const ::testing::TestPartResult& result) override {
-    if (!result.failed()) return;
-    std::fprintf(stderr, "[rank %d] %s:%d: Failure\n%s\n", rank_,
-                 result.file_name() ? result.file_name() : "?", result.line_number(), result.message());
-    std::fflush(stderr);
-  }
-  void OnTestEnd(const ::testing::TestInfo& info) override {
-    if (info.result()->Failed())
-      std::fprintf(stderr, "[rank %d] FAILED %s.%s\n", rank_, info.test_suite_name(), info.name());
-  }
-
- private:
-  int rank_;
-};
 
 }  // namespace
 
@@ -96,19 +77,7 @@ int main(int argc, char** argv) {
     }
     bagua::testing::world = nccl.get();
 
-    ::testing::InitGoogleTest(&argc, argv);
-    if (mpi.rank() != 0) {
-      ::testing::TestEventListeners& listeners = ::testing::UnitTest::GetInstance()->listeners();
-      std::unique_ptr<::testing::TestEventListener> printer(
-          listeners.Release(listeners.default_result_printer()));
-      listeners.Append(new bagua::testing::RankFailurePrinter(mpi.rank()));  // gtest owns it
-    }
-    const int mine = RUN_ALL_TESTS() != 0 ? 1 : 0;
-    int any = mine;
-    MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    if (mpi.rank() == 0 && any && !mine)
-      std::printf("FAILED on another rank (see its messages above)\n");
-    failed = any;
+    failed = bagua::testing::run_all_tests_on_every_rank(&argc, argv, mpi.rank());
     bagua::testing::world = nullptr;
     nccl.reset();  // communicators before MPI
   }

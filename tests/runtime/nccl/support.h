@@ -21,6 +21,7 @@
 #include "runtime/nccl/space.h"
 #include "runtime/nccl/transport.h"
 #include "runtime/nccl/world.h"
+#include "tests/runtime/mpi/every_rank.h"
 
 namespace bagua::testing {
 
@@ -56,24 +57,6 @@ std::vector<T> on_host(const BufferView& v) {
   std::vector<T> out(v.count());
   copy(BufferView::of(std::span<T>(out)), v);
   return out;
-}
-
-// "" when got[i] == expected(i) for every i, else the first mismatching index and both values.
-template <class T, class Expected>
-std::string first_mismatch(std::span<const T> got, Expected expected) {
-  for (size_t i = 0; i < got.size(); ++i) {
-    const T want = static_cast<T>(expected(i));
-    if (!(got[i] == want)) {
-      std::ostringstream os;
-      os << "index " << i << " of " << got.size() << ": got " << +got[i] << ", expected " << +want;
-      return os.str();
-    }
-  }
-  return "";
-}
-template <class T, class Expected>
-std::string first_mismatch(const std::vector<T>& got, Expected expected) {
-  return first_mismatch(std::span<const T>(got), expected);
 }
 
 // "" when the two byte ranges are equal, else the first differing byte offset and both bytes.
