@@ -12,6 +12,7 @@
 
 #include "core/ops.h"
 #include "runtime/mpi/transport.h"
+#include "tests/runtime/mpi/collective_values.h"
 #include "tests/runtime/mpi/support.h"
 
 namespace bagua {
@@ -20,42 +21,16 @@ namespace {
 using collectives::AllreduceAlgo;
 using collectives::BroadcastAlgo;
 using collectives::chunk_range;
+using testing::contribution;
 using testing::first_mismatch;
 using testing::mpi_world;
+using testing::reduced;
 
 const std::vector<size_t> kCounts = {0, 1, 7, 1003, 65536};  // 65536 i32: 256 KiB, beyond eager sends
 
 // Runs `body` on the whole job's group and on the group of all ranks but the last.
 void on_groups(const std::function<void(Transport&)>& body) {
-  Transport& world = mpi_world().context().transport();
-  body(world);
-  std::vector<int> most(static_cast<size_t>(world.size() - 1));
-  std::iota(most.begin(), most.end(), 0);
-  if (world.rank() < world.size() - 1) {
-    auto group = world.subgroup(most);
-    body(*group);
-  }
-  MPI_Barrier(MPI_COMM_WORLD);
-}
-
-// Rank r's contribution at index i: (r + 1) * w(i), w(i) = i % 13 + 1. Over P ranks:
-//   sum = P(P+1)/2 * w(i),  min = w(i),  max = P * w(i).
-int32_t weight(size_t i) {
-  return static_cast<int32_t>(i % 13 + 1);
-}
-int32_t contribution(int rank, size_t i) {
-  return (rank + 1) * weight(i);
-}
-int32_t reduced(ReduceOp op, int p, size_t i) {
-  switch (op) {
-    case ReduceOp::kSum:
-      return p * (p + 1) / 2 * weight(i);
-    case ReduceOp::kMin:
-      return weight(i);
-    case ReduceOp::kMax:
-      return p * weight(i);
-  }
-  return 0;
+  testing::on_groups(mpi_world().context().transport(), body);
 }
 
 Buffer contributions(int rank, size_t count) {
