@@ -7,7 +7,6 @@
 #include <mpi.h>
 
 #include <functional>
-#include <numeric>
 #include <vector>
 
 #include "core/ops.h"

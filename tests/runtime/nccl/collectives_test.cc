@@ -6,8 +6,6 @@
 
 #include <mpi.h>
 
-#include <functional>
-#include <numeric>
 #include <vector>
 
 #include "runtime/mpi/transport.h"
