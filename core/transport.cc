@@ -56,4 +56,19 @@ int subgroup_position(const Transport& t, std::span<const int> ranks, const std:
   return position;
 }
 
+uint64_t subgroup_id(uint64_t parent, std::span<const int> world_members) {
+  uint64_t h = 1469598103934665603ull ^ parent;  // FNV-1a 64-bit offset basis
+  auto mix = [&](uint64_t v) {
+    for (int i = 0; i < 8; ++i) {
+      h ^= (v >> (8 * i)) & 0xff;
+      h *= 1099511628211ull;  // FNV-1a 64-bit prime
+    }
+  };
+  mix(world_members.size());
+  for (int m : world_members)
+    mix(static_cast<uint64_t>(static_cast<uint32_t>(m)));
+  if (h == 0) h = 1;  // 0 is the world group
+  return h;
+}
+
 }  // namespace bagua

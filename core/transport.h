@@ -77,4 +77,8 @@ HostLayout host_layout(const Transport& t);
 // first two checks (a backend's "rank 3: ", say).
 int subgroup_position(const Transport& t, std::span<const int> ranks, const std::string& who = "");
 
+// The id of a subgroup, derived from the parent's id and the members' world ranks (FNV-1a), so that
+// every member computes the same id without talking to the others. Never 0, the world group's id.
+uint64_t subgroup_id(uint64_t parent, std::span<const int> world_members);
+
 }  // namespace bagua

@@ -261,18 +261,7 @@ std::unique_ptr<Transport> SimTransport::subgroup(std::span<const int> ranks) {
 }
 
 uint64_t subgroup_id(uint64_t parent, std::span<const int> world_members) {
-  uint64_t h = 1469598103934665603ull ^ parent;  // FNV-1a 64-bit offset basis
-  auto mix = [&](uint64_t v) {
-    for (int i = 0; i < 8; ++i) {
-      h ^= (v >> (8 * i)) & 0xff;
-      h *= 1099511628211ull;  // FNV-1a 64-bit prime
-    }
-  };
-  mix(world_members.size());
-  for (int m : world_members)
-    mix(static_cast<uint64_t>(static_cast<uint32_t>(m)));
-  if (h == 0) h = 1;  // 0 is the world group
-  return h;
+  return bagua::subgroup_id(parent, world_members);
 }
 
 }  // namespace bagua::netsim

@@ -56,20 +56,10 @@ struct GroupGuard {
   }
 };
 
-// A tag for MPI_Comm_create_group that every member derives alone from the member list (FNV-1a), so
-// that concurrent creations of different subgroups over one parent are kept apart.
+// A tag for MPI_Comm_create_group that every member derives alone from the member list, so that
+// concurrent creations of different subgroups over one parent are kept apart.
 int subgroup_tag(std::span<const int> ranks, Tag tag_ub) {
-  uint64_t h = 1469598103934665603ull;
-  auto mix = [&](uint64_t v) {
-    for (int i = 0; i < 8; ++i) {
-      h ^= (v >> (8 * i)) & 0xff;
-      h *= 1099511628211ull;
-    }
-  };
-  mix(ranks.size());
-  for (int r : ranks)
-    mix(static_cast<uint64_t>(r));
-  return static_cast<int>(h % (static_cast<uint64_t>(tag_ub) + 1));
+  return static_cast<int>(subgroup_id(0, ranks) % (static_cast<uint64_t>(tag_ub) + 1));
 }
 
 // Host index of every rank of `comm`: ranks that share a node (MPI_COMM_TYPE_SHARED) share a host;

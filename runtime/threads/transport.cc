@@ -125,21 +125,6 @@ void Mailbox::abort(const std::string& why) {
   cv_.notify_all();
 }
 
-uint64_t subgroup_id(uint64_t parent, std::span<const int> world_members) {
-  // FNV-1a over the parent id and the members.
-  uint64_t h = 1469598103934665603ull ^ parent;
-  auto mix = [&](uint64_t v) {
-    for (int i = 0; i < 8; ++i) {
-      h ^= (v >> (8 * i)) & 0xff;
-      h *= 1099511628211ull;
-    }
-  };
-  mix(world_members.size());
-  for (int m : world_members)
-    mix(static_cast<uint64_t>(m));
-  return h;
-}
-
 ThreadsTransport::ThreadsTransport(std::shared_ptr<Mailbox> mailbox, uint64_t group,
                                    std::vector<int> members, std::vector<int> hosts, int rank)
     : mailbox_(std::move(mailbox)),

@@ -79,8 +79,4 @@ class ThreadsTransport final : public Transport {
   int rank_;
 };
 
-// A group id derived from the parent's and the member list, so that every member computes the same id
-// without talking to the others.
-uint64_t subgroup_id(uint64_t parent, std::span<const int> world_members);
-
 }  // namespace bagua::runtime::threads
