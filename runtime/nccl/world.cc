@@ -119,10 +119,6 @@ NcclWorld::~NcclWorld() {
   mpi_.reset();
 }
 
-bool NcclWorld::available() {
-  return visible_devices() > 0;
-}
-
 int NcclWorld::device_count() {
   return visible_devices();
 }

@@ -45,8 +45,6 @@ class NcclWorld {
   NcclWorld(const NcclWorld&) = delete;
   NcclWorld& operator=(const NcclWorld&) = delete;
 
-  // Whether this process sees at least one CUDA device (false without a driver, too). Needs no MPI.
-  static bool available();
   // The number of CUDA devices this process sees (0 without a driver). Needs no MPI.
   static int device_count();
 
