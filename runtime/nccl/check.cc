@@ -6,6 +6,9 @@
 
 namespace bagua::runtime::nccl::detail {
 
+namespace {
+
+// "rank 3, cuda:1" (or "rank ?" before MPI is initialized or after it is finalized).
 std::string where_am_i() {
   std::string where = "rank " + mpi::detail::world_rank_text();
   int device = -1;
@@ -29,6 +32,8 @@ std::string nccl_failure(const char* call, ncclResult_t error, const char* file,
   if (detail && *detail) message += " (" + std::string(detail) + ")";
   return message;
 }
+
+}  // namespace
 
 void cuda_call_failed(const char* call, cudaError_t error, const char* file, int line) {
   throw CudaError(cuda_failure(call, error, file, line));

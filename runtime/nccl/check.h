@@ -30,10 +30,6 @@ class NcclError : public std::runtime_error {
 };
 
 namespace detail {
-// "rank 3, cuda:1" (or "rank ?" before MPI is initialized or after it is finalized).
-std::string where_am_i();
-std::string cuda_failure(const char* call, cudaError_t error, const char* file, int line);
-std::string nccl_failure(const char* call, ncclResult_t error, const char* file, int line);
 [[noreturn]] void cuda_call_failed(const char* call, cudaError_t error, const char* file, int line);
 [[noreturn]] void nccl_call_failed(const char* call, ncclResult_t error, const char* file, int line);
 void warn_cuda(const char* call, cudaError_t error, const char* file, int line) noexcept;

@@ -15,11 +15,12 @@ void use_device(int device) {
   BAGUA_CUDA_CHECK(cudaSetDevice(device));
 }
 
+namespace {
+
+// Waits for the calling thread's stream (cudaStreamPerThread).
 void synchronize_caller_stream() {
   BAGUA_CUDA_CHECK(cudaStreamSynchronize(cudaStreamPerThread));
 }
-
-namespace {
 
 // The copy direction between two views' memories (neither is meta here).
 cudaMemcpyKind copy_kind(Memory dst, Memory src) {

@@ -99,8 +99,6 @@ class CudaSpace final : public Space {
 // Makes `device` the calling thread's current device (cheap; every entry point of this runtime calls
 // it).
 void use_device(int device);
-// Waits for the calling thread's stream (cudaStreamPerThread).
-void synchronize_caller_stream();
 // dst := src, `bytes` bytes, any of host and device memory on either side; synchronous for the caller.
 void copy_bytes(int device, void* dst, const void* src, size_t bytes);
 
