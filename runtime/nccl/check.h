@@ -5,7 +5,7 @@
 //   BAGUA_CUDA_CHECK(cudaMemcpyAsync(...));   throws CudaError unless the call returned cudaSuccess
 //   BAGUA_NCCL_CHECK(ncclSend(...));          throws NcclError unless the call returned ncclSuccess
 //
-// Destructors cannot throw: they use warn_on_cuda_error / warn_on_nccl_error, which print the same
+// Destructors cannot throw: they use BAGUA_CUDA_WARN / BAGUA_NCCL_WARN, which print the same
 // message to stderr and carry on.
 #pragma once
 
