@@ -260,8 +260,4 @@ std::unique_ptr<Transport> SimTransport::subgroup(std::span<const int> ranks) {
   return std::make_unique<SimTransport>(world_, id, std::move(members), me);
 }
 
-uint64_t subgroup_id(uint64_t parent, std::span<const int> world_members) {
-  return bagua::subgroup_id(parent, world_members);
-}
-
 }  // namespace bagua::netsim

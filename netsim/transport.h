@@ -134,8 +134,4 @@ class SimTransport final : public Transport {
   int rank_;
 };
 
-// The id of a subgroup, derived from the parent's id and the members' world ranks (FNV-1a), so that
-// every member computes the same id without talking to the others. The world group is 0.
-uint64_t subgroup_id(uint64_t parent, std::span<const int> world_members);
-
 }  // namespace bagua::netsim
