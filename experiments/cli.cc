@@ -7,8 +7,10 @@
 
 #include "core/check.h"
 #include "experiments/backend.h"
+#include "experiments/calibrate.h"
 #include "experiments/components.h"
 #include "experiments/config.h"
+#include "experiments/quantity.h"
 #include "experiments/runner.h"
 
 namespace bagua::experiments {
@@ -97,6 +99,25 @@ int run_cli(int argc, char** argv) {
   CLI::App* validate =
       app.add_subcommand("validate", "check a config (and that its components accept its worlds)");
   add_config_args(validate, validate_args);
+  RunArgs calibrate_args;
+  CLI::App* calibrate = app.add_subcommand(
+      "calibrate",
+      "measure a real runtime's network (under mpirun: the job's) and write a cluster file for the "
+      "simulator");
+  calibrate->add_option("config", calibrate_args.config,
+                        "experiment whose runtime and cluster say what to measure (default: the MPI "
+                        "job mpirun started)");
+  calibrate->add_option("--set", calibrate_args.sets, "override in the config: dotted.path=value")
+      ->allow_extra_args(false);
+  calibrate->add_option("--out", calibrate_args.out, "the cluster file to write")->required();
+  std::string calibrate_max_size = "4 MiB";
+  std::string calibrate_stream_size = "1 MiB";
+  CalibrationOptions calibrate_options;
+  calibrate->add_option("--max-size", calibrate_max_size, "largest ping-pong message (default 4 MiB)");
+  calibrate->add_option("--stream-size", calibrate_stream_size,
+                        "size of each streamed message (default 1 MiB; 16 are streamed)");
+  calibrate->add_option("--repeats", calibrate_options.repeats,
+                        "most samples per ping-pong size (default 30)");
   app.add_subcommand(
       "list", "list algorithms, compressors, workloads, optimizers (with parameters) and topologies");
 
@@ -115,6 +136,20 @@ int run_cli(int argc, char** argv) {
       return 0;
     }
     Backends backends(&argc, &argv);
+    if (app.got_subcommand("calibrate")) {
+      calibrate_options.max_size = parse_bytes(calibrate_max_size);
+      calibrate_options.stream_size = parse_bytes(calibrate_stream_size);
+      PointConfig point;
+      point.name = "calibrate";
+      point.runtime = RuntimeKind::kMpi;
+      if (!calibrate_args.config.empty()) {
+        LoadOptions calibrate_load;
+        calibrate_load.sets = calibrate_args.sets;
+        point = load_experiment(calibrate_args.config, calibrate_load, *components).points.front();
+      }
+      calibrate_world(point, backends, calibrate_options, calibrate_args.out, std::cout);
+      return 0;
+    }
     if (app.got_subcommand("validate")) {
       LoadOptions options;
       options.sets = validate_args.sets;

@@ -345,4 +345,41 @@ TEST_F(MpiCli, NcclWithoutNcclOrGpuFailsWithOneLine) {
   }
 }
 
+// `bagua calibrate` under mpirun on 2 emulated hosts x 2 ranks (the config's layout): either it writes a
+// cluster file of that layout that a config can extend, or — this machine may be too busy for the
+// measurement to stand out of its noise — it says so in one line, exit status 2, and writes nothing. Never
+// a crash, a hang, a partial file.
+TEST_F(MpiCli, CalibrateWritesAClusterFileOrSaysWhyNot) {
+  const fs::path file = dir_ / "calibrated.json";
+  const Result r = bagua(4, {"calibrate", kConfig, "--set", "cluster.hosts=2", "--set",
+                             "cluster.devices_per_host=2", "--out", file.string()});
+  const std::vector<std::string> lines = lines_of(r.err);
+  if (r.exit_code == 2) {
+    ASSERT_FALSE(lines.empty());
+    EXPECT_EQ(lines.front().rfind("config error: calibrate: ranks ", 0), 0u) << r.err;
+    EXPECT_NE(lines.front().find("rerun on a quieter machine"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(file));
+    EXPECT_FALSE(fs::exists(file.string() + ".tmp"));
+    return;
+  }
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("calibrated 2 x 2 ranks: nic "), std::string::npos) << r.out;
+  const Json cluster = Json::parse(read_file(file), nullptr, true, /*ignore_comments=*/true);
+  EXPECT_EQ(cluster.at("hosts"), 2);
+  EXPECT_EQ(cluster.at("devices_per_host"), 2);
+  // The file is a cluster the simulator takes: the config, on it, validates.
+  const Result v = bagua(0, {"validate", kConfig, "--set", "runtime=sim", "--set",
+                             "cluster={\"extends\": \"" + file.string() + "\"}"});
+  EXPECT_EQ(v.exit_code, 0) << v.err;
+}
+
+// Without mpirun there is one rank, and nothing to measure.
+TEST_F(MpiCli, CalibrateAloneSaysItNeedsTwoRanks) {
+  const fs::path file = dir_ / "alone.json";
+  const Result r = bagua(0, {"calibrate", "--out", file.string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "config error: calibrate: needs 2 ranks or more (run it under mpirun -np 2)\n");
+  EXPECT_FALSE(fs::exists(file));
+}
+
 }  // namespace

@@ -1,0 +1,145 @@
+// `bagua calibrate`: measure a real runtime's network and write the cluster file that makes the
+// simulator predict it.
+//
+// Terms:
+//   pair          two world ranks measured against each other: the *inter-host* pair is rank 0 and the
+//                 first rank of another host, the *intra-host* pair rank 0 and the next rank of its
+//                 host
+//   ping-pong     the first rank of a pair sends `size` bytes, the second sends them back; half the
+//                 round trip is the one-way time of one message of that size
+//   stream        the first rank posts `stream_messages` sends of `stream_size` bytes at once, the
+//   second
+//                 rank receives them all and answers with one byte; the time from the first post to the
+//                 answer, less one round trip of latency, gives the pair's streaming bandwidth
+//   all pairs     every rank streams to the rank of the same local index on the next host at once (a
+//                 ring of hosts), so every NIC carries every rank of its host in each direction: the
+//                 slowest rank's time gives what one host achieves in all
+//   burst         the first rank posts `burst_messages` sends of 8 bytes at once and waits for all; the
+//                 time beyond that of one such send, per extra message, is the per-message cost
+//   sample        one timed repetition; every figure below is the median of its samples
+//
+// The fit (alpha-beta on every link, LogP's o for the per-message cost):
+//   one-way(size) = alpha + size / beta, least squares over the sizes >= the largest / 64 (all
+//                   of them when fewer than two are) for 1 / beta, alpha = the smallest size's one-way
+//                   less its size / beta
+//   intra_host.latency = alpha(intra) / 2          (a same-host route crosses two device links)
+//   nic.latency        = (alpha(inter) - 2 intra_host.latency) / 2   (a route between hosts crosses the
+//                                                  two device links and two NIC links)
+//   intra_host.bandwidth = the intra-host pair's streaming bandwidth
+//   nic.bandwidth        = all pairs: ranks_per_host x stream bytes / (time - 2 alpha(inter))
+//   factors.flow_window_cap = the inter-host pair's streaming bandwidth, when it is below 90% of
+//                        nic.bandwidth (one flow cannot fill the NIC: a TCP window, a socket thread)
+//   message overhead   = (burst - one send) / (burst_messages - 1) - 8 B / the link's bandwidth (the
+//                        wire time the link model charges already)
+// With one rank per host there is no intra-host pair: the device links get latency 0 and the NIC's
+// bandwidth (each carries exactly its host's NIC traffic, so it never limits). With one host there is
+// no NIC to measure: the NIC gets the device links' figures (a one-host cluster never uses it).
+//
+// Bad measurements stop with CalibrationError, one line naming the pair and the figure: a spread
+// (interquartile range) larger than the median at the smallest size, a largest message not slower than
+// the smallest, or slower by less than its own spread, a stream no slower than its latency.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/check.h"
+#include "core/context.h"
+#include "core/units.h"
+#include "experiments/backend.h"
+#include "experiments/config.h"
+#include "experiments/json_util.h"
+#include "netsim/simulation.h"
+
+namespace bagua::experiments {
+
+class CalibrationError : public ConfigError {
+ public:
+  using ConfigError::ConfigError;
+};
+
+struct CalibrationOptions {
+  // Ping-pong sizes: from min_size, times `factor`, up to max_size.
+  Bytes min_size{8};
+  Bytes max_size{4 << 20};
+  int factor = 8;
+  // Samples per ping-pong size: at most `repeats`, fewer when they would take longer than
+  // `size_budget`, never fewer than `min_repeats`.
+  int repeats = 30;
+  int min_repeats = 5;
+  Time size_budget = Time::s(1);
+  Bytes stream_size{1 << 20};
+  int stream_messages = 16;
+  int stream_repeats = 3;
+  int burst_messages = 64;
+  int burst_repeats = 10;
+  int warmup = 2;  // unrecorded rounds before each measurement
+};
+
+// Throws ConfigError naming the option when one is out of range.
+void validate(const CalibrationOptions& options);
+
+struct SizeSamples {
+  Bytes size;
+  std::vector<Time> one_way;
+};
+
+struct PairMeasurement {
+  int from = 0;  // world ranks
+  int to = 0;
+  std::vector<SizeSamples> pingpong;  // ascending sizes
+  std::vector<Time> stream;
+  std::vector<Time> burst;
+  std::vector<Time> single;  // one send of the burst's size, timed the same way
+};
+
+struct Measurements {
+  CalibrationOptions options;
+  int hosts = 1;
+  int ranks_per_host = 1;
+  std::optional<PairMeasurement> inter;  // when hosts >= 2
+  std::optional<PairMeasurement> intra;  // when ranks_per_host >= 2
+  std::vector<Time> all_pairs;           // when hosts >= 2: the slowest rank's time, per sample
+};
+
+// Collective over every rank of ctx's world (ranks on hosts by ctx.transport().host_of; every host must
+// hold the same number of ranks). Returns the measurements on rank 0 (elsewhere: its layout only).
+Measurements measure(RankContext& ctx, const CalibrationOptions& options);
+
+// One link's fitted alpha-beta figures and the spread they came with.
+struct LinkFit {
+  Time alpha;      // one-way time of an empty message
+  Bandwidth beta;  // from the ping-pong slope
+  Bandwidth stream;
+};
+
+struct Calibration {
+  int hosts = 1;
+  int ranks_per_host = 1;
+  netsim::LinkSpec intra_host;
+  netsim::LinkSpec nic;
+  Bandwidth flow_window_cap = Bandwidth::infinite();
+  Time message_overhead;
+  std::optional<LinkFit> inter;
+  std::optional<LinkFit> intra;
+  std::optional<Bandwidth> host_bandwidth;  // all pairs
+};
+
+// The fit above. Throws CalibrationError for bad measurements.
+Calibration fit(const Measurements& m);
+
+// Measures the world that `point` runs on (its runtime and cluster; under mpirun, the job's), fits it,
+// and on the writing process writes the cluster file to `out_file` (through a temporary file renamed
+// over it, so that a failed run leaves an existing file as it was) and prints the fitted figures on
+// `out`. Throws CalibrationError or ConfigError.
+void calibrate_world(const PointConfig& point, Backends& backends, const CalibrationOptions& options,
+                     const std::string& out_file, std::ostream& out);
+
+// The cluster file: a commented JSON object (topology star) that `bagua run` accepts as a cluster or
+// extends; the comment above it gives every measured figure.
+std::string cluster_file(const Calibration& c, const Measurements& m, const std::string& origin);
+
+}  // namespace bagua::experiments
