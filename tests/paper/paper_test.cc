@@ -79,7 +79,7 @@ class Paper : public testing::ScratchDirTest {
     EXPECT_EQ(e.points.size(), 1u);
     int argc = 0;
     char** argv = nullptr;
-    Backends backends(&argc, &argv);
+    Backends backends(components().runtimes, &argc, &argv);
     const PointOutput out = run_point(e.points.at(0), components(), backends);
     return {out.metrics.time_per_iteration_s, out.metrics.compute_per_iteration_s,
             out.metrics.exposed_comm_per_iteration_s};
