@@ -8,11 +8,13 @@
 #include <algorithm>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "core/check.h"
 #include "experiments/backend.h"
+#include "experiments/cli.h"
 #include "experiments/config.h"
 #include "tests/experiments/fake_components.h"
 
@@ -139,6 +141,27 @@ TEST(Runtimes, MissingAndUnknownRuntimesAreConfigErrors) {
   } catch (const ConfigError& e) {
     EXPECT_STREQ(e.what(), "unknown runtime 'ucx' (known: gloo)");
   }
+}
+
+// `bagua list` prints the registry's runtimes in registration order, descriptions aligned, and marks
+// those not built.
+TEST(Runtimes, ListPrintsTheRegistry) {
+  Components c;
+  c.runtimes.add("sim", "simulated", RuntimeTraits{.virtual_time = true},
+                 [](const WorldRequest&) -> std::unique_ptr<World> { return nullptr; });
+  c.runtimes.add_missing("longname", "a runtime not built", RuntimeTraits{.job = true}, "no library");
+  std::ostringstream out;
+  print_components(c, out);
+  const std::string text = out.str();
+  const std::string expected =
+      "runtimes:\n"
+      "  sim       simulated\n"
+      "  longname  a runtime not built [not built]\n";
+  const size_t at = text.find("runtimes:\n");
+  ASSERT_NE(at, std::string::npos) << text;
+  EXPECT_EQ(text.substr(at, expected.size()), expected);
+  const size_t end = at + expected.size();
+  EXPECT_TRUE(end == text.size() || text[end] != ' ') << "a third runtime line: " << text.substr(at);
 }
 
 // ---- config validation asks the registry ---------------------------------------------------------
