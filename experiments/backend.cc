@@ -1,17 +1,8 @@
 #include "experiments/backend.h"
 
 #include <cstdlib>
-#include <sstream>
 
 #include "core/check.h"
-#include "runtime/threads/world.h"
-
-#if BAGUA_HAVE_MPI
-#include "runtime/mpi/world.h"
-#endif
-#if BAGUA_HAVE_NCCL
-#include "runtime/nccl/world.h"
-#endif
 
 namespace bagua::experiments {
 
@@ -22,59 +13,48 @@ int launched_rank() {
   return 0;
 }
 
-// The job this process is one rank of: an MpiWorld or an NcclWorld.
-struct Backends::Job {
-  RuntimeKind kind = RuntimeKind::kMpi;
-  int ranks_per_host = 0;
-#if BAGUA_HAVE_MPI
-  std::unique_ptr<runtime::mpi::MpiWorld> mpi;
-#endif
-#if BAGUA_HAVE_NCCL
-  std::unique_ptr<runtime::nccl::NcclWorld> nccl;
-#endif
+namespace {
 
-  int rank() const {
-#if BAGUA_HAVE_NCCL
-    if (nccl) return nccl->rank();
-#endif
-#if BAGUA_HAVE_MPI
-    if (mpi) return mpi->rank();
-#endif
-    return 0;
+WorldRequest request_of(const PointConfig& point, int* argc, char*** argv) {
+  WorldRequest q;
+  if (point.has_cluster) {
+    q.cluster = &point.cluster;
+    q.ranks = point.world_size();
+    q.ranks_per_host = point.cluster.devices_per_host;
   }
-  int size() const {
-#if BAGUA_HAVE_NCCL
-    if (nccl) return nccl->size();
-#endif
-#if BAGUA_HAVE_MPI
-    if (mpi) return mpi->size();
-#endif
-    return 1;
-  }
-  void run(const std::function<void(RankContext&)>& body) {
-#if BAGUA_HAVE_NCCL
-    if (nccl) return nccl->run(body);
-#endif
-#if BAGUA_HAVE_MPI
-    if (mpi) return mpi->run(body);
-#endif
-    throw InternalError("no job to run on");
-  }
+  q.trace = point.output.trace;
+  q.argc = argc;
+  q.argv = argv;
+  return q;
+}
+
+}  // namespace
+
+// The job this process is one rank of: the world of a job runtime.
+struct Backends::Job {
+  std::string runtime;
+  int ranks_per_host = 0;
+  std::unique_ptr<World> world;
 };
 
-Backends::Backends(int* argc, char*** argv) : argc_(argc), argv_(argv) {}
+Backends::Backends(const RuntimeRegistry& runtimes, int* argc, char*** argv)
+    : runtimes_(runtimes), argc_(argc), argv_(argv) {}
 Backends::~Backends() = default;
 
+const RuntimeTraits& Backends::traits(const PointConfig& point) const {
+  return runtimes_.at(point.runtime).traits;
+}
+
 void Backends::start_job(const PointConfig& point) {
-  BAGUA_CHECK(point.runtime == RuntimeKind::kMpi || point.runtime == RuntimeKind::kNccl,
-              "not a job runtime");
+  BAGUA_CHECK(traits(point).job, "not a job runtime");
   const int ranks_per_host = point.has_cluster ? point.cluster.devices_per_host : 0;
   if (job_) {
-    if (job_->kind != point.runtime) {
-      throw ConfigError("runtime: one run cannot use both mpi and nccl (MPI starts once per process)");
+    if (job_->runtime != point.runtime) {
+      throw ConfigError("runtime: one run cannot use both " + job_->runtime + " and " + point.runtime +
+                        " (a job starts once per process: MPI cannot start twice)");
     }
     if (job_->ranks_per_host != ranks_per_host) {
-      throw ConfigError("cluster.devices_per_host: every " + to_string(point.runtime) +
+      throw ConfigError("cluster.devices_per_host: every " + point.runtime +
                         " point of a run needs the same host layout (" +
                         std::to_string(job_->ranks_per_host) + " and " +
                         std::to_string(ranks_per_host) + ")");
@@ -82,38 +62,26 @@ void Backends::start_job(const PointConfig& point) {
     return;
   }
   auto job = std::make_unique<Job>();
-  job->kind = point.runtime;
+  job->runtime = point.runtime;
   job->ranks_per_host = ranks_per_host;
-  if (point.runtime == RuntimeKind::kMpi) {
-#if BAGUA_HAVE_MPI
-    job->mpi = std::make_unique<runtime::mpi::MpiWorld>(argc_, argv_, ranks_per_host);
-#else
-    throw ConfigError("runtime: \"mpi\" is not available: this bagua was built without Open MPI");
-#endif
-  } else {
-#if BAGUA_HAVE_NCCL
-    job->nccl = std::make_unique<runtime::nccl::NcclWorld>(argc_, argv_, ranks_per_host);
-#else
-    throw ConfigError("runtime: \"nccl\" is not available: this bagua was built without CUDA and NCCL");
-#endif
-  }
+  job->world = runtimes_.make(point.runtime, request_of(point, argc_, argv_));
+  BAGUA_CHECK(job->world->is_job(), "runtime '" + point.runtime + "' registered as a job runtime");
   job_ = std::move(job);
 }
 
 int Backends::world_size(const PointConfig& point) {
-  if (point.runtime == RuntimeKind::kSim || point.runtime == RuntimeKind::kThreads)
-    return point.world_size();
+  if (!traits(point).job) return point.world_size();
   start_job(point);
-  return job_->size();
+  return job_->world->size();
 }
 
 bool Backends::is_writer() const {
-  return !job_ || job_->rank() == 0;
+  return !job_ || job_->world->rank() == 0;
 }
 
 std::vector<uint8_t> Backends::share_from_writer(std::vector<uint8_t> bytes) {
-  if (!job_ || job_->size() == 1) return bytes;
-  job_->run([&](RankContext& ctx) {
+  if (!job_ || job_->world->size() == 1) return bytes;
+  job_->world->run([&](RankContext& ctx) {
     Transport& t = ctx.transport();
     int64_t n = static_cast<int64_t>(bytes.size());
     if (t.rank() == 0) {
@@ -131,40 +99,24 @@ std::vector<uint8_t> Backends::share_from_writer(std::vector<uint8_t> bytes) {
 }
 
 void Backends::run(const PointConfig& point, const std::function<void(RankContext&)>& body,
-                   SimReport* sim) {
-  switch (point.runtime) {
-    case RuntimeKind::kSim: {
-      netsim::SimOptions options;
-      options.trace = point.output.trace;
-      netsim::Simulation simulation(point.cluster, options);
-      const Time end = simulation.run(body);
-      if (sim) {
-        sim->end = end;
-        sim->ranks = simulation.rank_stats();
-        sim->links = simulation.link_stats();
-        if (point.output.trace) {
-          std::ostringstream trace;
-          simulation.write_trace(trace);
-          sim->trace = trace.str();
-        }
-      }
-      return;
+                   std::optional<RunReport>* report) {
+  if (report) report->reset();
+  if (traits(point).job) {
+    start_job(point);
+    if (point.has_cluster && point.world_size() != job_->world->size()) {
+      throw ConfigError("cluster: hosts x devices_per_host = " + std::to_string(point.world_size()) +
+                        " ranks, but mpirun started " + std::to_string(job_->world->size()) +
+                        " processes");
     }
-    case RuntimeKind::kThreads:
-      runtime::threads::ThreadsWorld(point.world_size(), point.cluster.devices_per_host).run(body);
-      return;
-    case RuntimeKind::kMpi:
-    case RuntimeKind::kNccl: {
-      start_job(point);
-      if (point.has_cluster && point.world_size() != job_->size()) {
-        throw ConfigError("cluster: hosts x devices_per_host = " + std::to_string(point.world_size()) +
-                          " ranks, but mpirun started " + std::to_string(job_->size()) + " processes");
-      }
-      job_->run(body);
-      return;
-    }
+    job_->world->run(body);
+    return;
   }
-  throw InternalError("unknown runtime");
+  const std::unique_ptr<World> world = runtimes_.make(point.runtime, request_of(point, argc_, argv_));
+  BAGUA_CHECK(!world->is_job(), "runtime '" + point.runtime + "' registered as in-process");
+  world->run(body);
+  if (report) {
+    if (const RunReport* r = world->report()) *report = *r;
+  }
 }
 
 }  // namespace bagua::experiments

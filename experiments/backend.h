@@ -1,52 +1,46 @@
-// Where a point's ranks run: the backend switch of the composition root.
+// Where a point's ranks run: the runtime the point names, its World made through the runtime registry
+// (experiments/runtimes.h), which is the only place that names a runtime.
 //
-//   sim      netsim::Simulation over the point's cluster: every rank a fiber, virtual time
-//            (deterministic)
-//   threads  runtime::threads::ThreadsWorld: every rank a thread of this process, real time
-//   mpi      runtime::mpi::MpiWorld: this process is one rank of the job mpirun started, real time
-//   nccl     runtime::nccl::NcclWorld: the same with one GPU per rank, tensors in GPU memory and NCCL
-//            point-to-point transport (built when CUDA and NCCL are found)
-//
-// mpi and nccl make this process part of a job: the job's world is started once, on the first point
-// that needs it, and ended when the Backends go away (MPI cannot start twice in a process, so one run
-// of `bagua` uses one of them, with one host layout). Only rank 0 writes results (is_writer()).
+// A job runtime (mpi, nccl) makes this process part of a job: the job's world is started once, on the
+// first point that needs it, and ended when the Backends go away (MPI cannot start twice in a process,
+// so one run of `bagua` uses one job runtime, with one host layout). Only the job's rank 0 writes
+// results (is_writer()). An in-process runtime (sim, threads) gets a new world for every run.
 #pragma once
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/context.h"
+#include "core/world.h"
 #include "experiments/config.h"
-#include "netsim/simulation.h"
+#include "experiments/runtimes.h"
 
 namespace bagua::experiments {
 
-// What the simulator reports about a run besides the ranks' own results.
-struct SimReport {
-  Time end;
-  std::vector<netsim::RankStats> ranks;
-  std::vector<netsim::LinkStats> links;
-  std::string trace;  // Chrome trace-event JSON, when the point asked for it
-};
-
 class Backends {
  public:
-  // argc/argv are handed to MPI_Init when a job starts.
-  Backends(int* argc, char*** argv);
+  // Worlds are made by `runtimes`, which must outlive the Backends; argc/argv are handed to the job
+  // runtime's world (MPI_Init) when a job starts.
+  Backends(const RuntimeRegistry& runtimes, int* argc, char*** argv);
   ~Backends();
   Backends(const Backends&) = delete;
   Backends& operator=(const Backends&) = delete;
 
-  // Runs `body` on every rank of `point`'s world. `sim` (may be null) receives the simulator's report.
-  void run(const PointConfig& point, const std::function<void(RankContext&)>& body, SimReport* sim);
-  // The number of ranks `point` runs on (mpi, nccl: the job's size, starting the job if needed).
+  // Runs `body` on every rank of `point`'s world. `report` (may be null) receives the world's report
+  // (RunReport, core/world.h) when its runtime models virtual time, and is left empty otherwise.
+  void run(const PointConfig& point, const std::function<void(RankContext&)>& body,
+           std::optional<RunReport>* report);
+  // The number of ranks `point` runs on (a job runtime: the job's size, starting the job if needed).
   int world_size(const PointConfig& point);
+  // What the registry knows of `point`'s runtime.
+  const RuntimeTraits& traits(const PointConfig& point) const;
 
-  // Starts the job of an mpi or nccl point if none is running (collective over the job): rank r on
-  // host r / devices_per_host of the point's cluster, or on the node MPI placed it on without a
-  // cluster. ConfigError when the runtime was not built, or when a job of another runtime or host
+  // Starts the job of a job runtime's point if none is running (collective over the job): rank r on
+  // host r / devices_per_host of the point's cluster, or on the node the launcher placed it on without
+  // a cluster. ConfigError when the runtime was not built, or when a job of another runtime or host
   // layout already runs.
   void start_job(const PointConfig& point);
   // Whether this process writes results: always, except on ranks of a job other than 0.
@@ -57,6 +51,7 @@ class Backends {
 
  private:
   struct Job;
+  const RuntimeRegistry& runtimes_;
   int* argc_;
   char*** argv_;
   std::unique_ptr<Job> job_;

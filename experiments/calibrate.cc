@@ -444,8 +444,8 @@ void calibrate_world(const PointConfig& point, Backends& backends, const Calibra
   if (!backends.is_writer()) return;
   const Calibration c = fit(m);
   const std::string origin =
-      "the " + to_string(point.runtime) + " runtime" +
-      (point.runtime == RuntimeKind::kSim ? " (the cluster of " + point.name + ")" : "");
+      "the " + point.runtime + " runtime" +
+      (point.runtime == "sim" ? " (the cluster of " + point.name + ")" : "");
   const std::string text = cluster_file(c, m, origin);
   const std::filesystem::path file(out_file);
   const std::filesystem::path tmp = file.string() + ".tmp";

@@ -1,6 +1,7 @@
 #include "experiments/cli.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <iostream>
 #include <string>
 #include <thread>
@@ -40,6 +41,18 @@ void print_registry(const R& registry, const std::string& title, std::ostream& o
   }
 }
 
+// "  name  description", the descriptions aligned; " [not built]" after a runtime this bagua lacks.
+void print_runtimes(const RuntimeRegistry& runtimes, std::ostream& out) {
+  size_t width = 0;
+  for (const RuntimeRegistry::Entry* e : runtimes.entries())
+    width = std::max(width, e->name.size());
+  out << "runtimes:\n";
+  for (const RuntimeRegistry::Entry* e : runtimes.entries()) {
+    out << "  " << e->name << std::string(width - e->name.size() + 2, ' ') << e->description
+        << (e->available() ? "" : " [not built]") << "\n";
+  }
+}
+
 struct RunArgs {
   std::string config;
   std::vector<std::string> sets;
@@ -66,20 +79,8 @@ void print_components(const Components& c, std::ostream& out) {
       << "  star        every host's NIC to one non-blocking switch\n"
       << "  leaf_spine  hosts_per_leaf hosts under each leaf switch, each leaf's uplink to one "
          "non-blocking\n"
-      << "              spine (bandwidth hosts_per_leaf x NIC / oversubscription unless given)\n"
-      << "runtimes:\n"
-      << "  sim      the discrete-event network simulator (virtual time, deterministic)\n"
-      << "  threads  one thread per rank in this process (real time)\n"
-      << "  mpi      one Open MPI process per rank, started by mpirun (real time)"
-#if !BAGUA_HAVE_MPI
-      << " [not built]"
-#endif
-      << "\n"
-      << "  nccl     one process per GPU, started by mpirun, NCCL transport (real time)"
-#if !BAGUA_HAVE_NCCL
-      << " [not built]"
-#endif
-      << "\n";
+      << "              spine (bandwidth hosts_per_leaf x NIC / oversubscription unless given)\n";
+  print_runtimes(c.runtimes, out);
 }
 
 int run_cli(int argc, char** argv) {
@@ -135,13 +136,13 @@ int run_cli(int argc, char** argv) {
       print_components(*components, std::cout);
       return 0;
     }
-    Backends backends(&argc, &argv);
+    Backends backends(components->runtimes, &argc, &argv);
     if (app.got_subcommand("calibrate")) {
       calibrate_options.max_size = parse_bytes(calibrate_max_size);
       calibrate_options.stream_size = parse_bytes(calibrate_stream_size);
       PointConfig point;
       point.name = "calibrate";
-      point.runtime = RuntimeKind::kMpi;
+      point.runtime = "mpi";
       if (!calibrate_args.config.empty()) {
         LoadOptions calibrate_load;
         calibrate_load.sets = calibrate_args.sets;

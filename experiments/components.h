@@ -1,6 +1,6 @@
 // The registries of every component the experiments layer can name in a config: workloads, optimizers,
-// compressors and algorithms. make_components() fills them from each folder's register_* function;
-// tests may fill their own.
+// compressors, algorithms and runtimes. make_components() fills them from each folder's register_*
+// function (the runtimes from experiments/runtimes.cc); tests may fill their own.
 #pragma once
 
 #include <memory>
@@ -9,6 +9,7 @@
 #include "core/compress/compressor.h"
 #include "core/models/model.h"
 #include "core/optim/optimizer.h"
+#include "experiments/runtimes.h"
 
 namespace bagua::experiments {
 
@@ -17,6 +18,7 @@ struct Components {
   OptimizerRegistry optimizers{"optimizer"};
   CompressorRegistry compressors{"compressor"};
   AlgorithmRegistry algorithms{"algorithm"};
+  RuntimeRegistry runtimes;
 };
 
 // Every registered component of the project.

@@ -10,20 +10,6 @@
 
 namespace bagua::experiments {
 
-std::string to_string(RuntimeKind k) {
-  switch (k) {
-    case RuntimeKind::kSim:
-      return "sim";
-    case RuntimeKind::kThreads:
-      return "threads";
-    case RuntimeKind::kMpi:
-      return "mpi";
-    case RuntimeKind::kNccl:
-      return "nccl";
-  }
-  return "?";
-}
-
 netsim::DeviceSpec default_device() {
   netsim::DeviceSpec d;
   // NVIDIA Tesla V100 SXM2, the paper's GPU (Gan et al., BAGUA, arXiv:2107.01499, Sec. 5: 8 V100 32GB
@@ -304,10 +290,9 @@ PointConfig parse_point(const Json& raw, const FileLocator& files, const Compone
   }
   p.description = top.get_string("description", "");
   p.seed = static_cast<uint64_t>(top.get_int("seed", 1, 0));
-  const std::string runtime = top.get_choice("runtime", "sim", {"sim", "threads", "mpi", "nccl"});
-  for (RuntimeKind k :
-       {RuntimeKind::kSim, RuntimeKind::kThreads, RuntimeKind::kMpi, RuntimeKind::kNccl})
-    if (to_string(k) == runtime) p.runtime = k;
+  const std::string runtime = top.get_choice("runtime", kDefaultRuntime, c.runtimes.names());
+  const RuntimeTraits runtime_traits = c.runtimes.at(runtime).traits;
+  p.runtime = runtime;
   out["name"] = p.name;
   out["description"] = p.description;
   out["seed"] = p.seed;
@@ -319,14 +304,14 @@ PointConfig parse_point(const Json& raw, const FileLocator& files, const Compone
     const Json resolved = resolve_extends(*cluster, files, 0, chain);
     Json canonical = Json::object();
     try {
-      p.cluster = parse_cluster(resolved, p.runtime == RuntimeKind::kSim, canonical);
+      p.cluster = parse_cluster(resolved, runtime_traits.virtual_time, canonical);
     } catch (const ConfigError& e) {
       if (chain.empty()) throw;
       throw ConfigError(std::string(e.what()) + " (cluster extends " + chain + ")");
     }
     p.has_cluster = true;
     out["cluster"] = std::move(canonical);
-  } else if (p.runtime == RuntimeKind::kSim || p.runtime == RuntimeKind::kThreads) {
+  } else if (!runtime_traits.job) {
     throw ConfigError("cluster: missing (required)");
   }
 
@@ -396,7 +381,7 @@ PointConfig parse_point(const Json& raw, const FileLocator& files, const Compone
     p.output.dir = r.get_string("dir", "results/" + p.name);
     if (p.output.dir.empty()) throw ConfigError("output.dir: must not be empty");
     p.output.trace = r.get_bool("trace", false);
-    if (p.output.trace && p.runtime != RuntimeKind::kSim) {
+    if (p.output.trace && !runtime_traits.virtual_time) {
       throw ConfigError("output.trace: only the simulator records a timeline (runtime is \"" + runtime +
                         "\")");
     }

@@ -20,10 +20,12 @@
 //   name*          letters, digits, '_', '-', '.': names the experiment and its default output folder
 //   description    string
 //   seed           integer >= 0, default 1: data sets, initial weights, randomized compressors
-//   runtime        "sim" (default) | "threads" | "mpi" | "nccl": the discrete-event simulator; one
-//                  thread per rank in this process (real time); Open MPI processes started by mpirun
-//                  (real time); the same with one GPU per rank and NCCL (experiments/backend.h)
-//   cluster*       (optional for mpi and nccl: the job's size is mpirun's; given, it must match)
+//   runtime        a registered runtime (experiments/runtimes.cc, `bagua list`), default "sim": "sim"
+//                  the discrete-event simulator; "threads" one thread per rank in this process (real
+//                  time); "mpi" Open MPI processes started by mpirun (real time); "nccl" the same with
+//                  one GPU per rank and NCCL
+//   cluster*       (optional for job runtimes, mpi and nccl: the job's size is mpirun's; given, it must
+//                  match)
 //     extends      a cluster file (configs/clusters/*.json: a cluster object, which may extend
 //                  another); the keys given here override its keys, objects merging key by key
 //     hosts*, devices_per_host*       integers >= 1; rank r runs on host r / devices_per_host
@@ -81,9 +83,6 @@
 
 namespace bagua::experiments {
 
-enum class RuntimeKind : uint8_t { kSim, kThreads, kMpi, kNccl };
-std::string to_string(RuntimeKind k);
-
 struct ComponentConfig {
   std::string name;
   Params params;  // every parameter of the component's schema, defaults filled in
@@ -120,8 +119,8 @@ struct PointConfig {
   std::string name;
   std::string description;
   uint64_t seed = 1;
-  RuntimeKind runtime = RuntimeKind::kSim;
-  bool has_cluster = false;  // false only for mpi/nccl without a cluster (the world is mpirun's)
+  std::string runtime = kDefaultRuntime;  // a registered runtime (experiments/runtimes.h)
+  bool has_cluster = false;  // false only for a job runtime without a cluster (the job's world)
   netsim::ClusterSpec cluster;
   WorkloadConfig workload;
   ComponentConfig algorithm;

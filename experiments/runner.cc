@@ -75,14 +75,14 @@ double number_from(const Json& v) {
   return v.is_number() ? v.get<double>() : std::nan("");
 }
 
-std::string links_csv(const std::vector<netsim::LinkStats>& links) {
+std::string links_csv(const std::vector<LinkStats>& links) {
   std::string out = csv_line({"link", "carried_bytes", "utilization"});
-  for (const netsim::LinkStats& l : links)
+  for (const LinkStats& l : links)
     out += csv_line({l.name, std::to_string(l.carried.count()), csv_number(l.utilization)});
   return out;
 }
 
-std::string ranks_csv(const std::vector<netsim::RankStats>& ranks) {
+std::string ranks_csv(const std::vector<RankStats>& ranks) {
   std::string out = csv_line({"rank", "compute_s", "busy_comm_s"});
   for (size_t r = 0; r < ranks.size(); ++r) {
     out += csv_line({std::to_string(r),
@@ -141,7 +141,7 @@ RanksRun run_ranks(const PointConfig& point, const Components& c, Backends& back
           run.optimal_loss = model->optimal_loss();
         }
       },
-      &run.sim);
+      &run.report);
   return run;
 }
 
@@ -152,10 +152,10 @@ PointOutput run_point(const PointConfig& point, const Components& c, Backends& b
   out.metrics = compute_metrics(run.ranks, point.workload.batch_size, run.optimal_loss);
   out.summary = summary_json(point, out.metrics);
   out.files.emplace_back("iterations.csv", iterations_csv(out.metrics));
-  if (point.runtime == RuntimeKind::kSim) {
-    out.files.emplace_back("links.csv", links_csv(run.sim.links));
-    out.files.emplace_back("ranks.csv", ranks_csv(run.sim.ranks));
-    if (point.output.trace) out.files.emplace_back("trace.json", run.sim.trace);
+  if (run.report) {
+    out.files.emplace_back("links.csv", links_csv(run.report->links));
+    out.files.emplace_back("ranks.csv", ranks_csv(run.report->ranks));
+    if (point.output.trace) out.files.emplace_back("trace.json", run.report->trace);
   }
   out.files.emplace_back("summary.json", out.summary.dump(2) + "\n");
   return out;
@@ -196,14 +196,14 @@ void check_points(const Experiment& e, const Components& c, Backends& backends) 
 int run_experiment(const Experiment& e, const Components& c, Backends& backends,
                    const RunOptions& options, std::ostream& out, std::ostream& progress) {
   const auto t0 = std::chrono::steady_clock::now();
-  // Under mpirun (mpi, nccl) every process runs every point in step; start the job first, so that only
-  // its rank 0 writes.
-  const RuntimeKind first = e.points.front().runtime;
-  if (first == RuntimeKind::kMpi || first == RuntimeKind::kNccl) {
+  // Under a job runtime (mpi, nccl) every process runs every point in step; start the job first, so
+  // that only its rank 0 writes.
+  const std::string& first = e.points.front().runtime;
+  if (backends.traits(e.points.front()).job) {
     for (const PointConfig& p : e.points) {
       if (p.runtime != first) {
-        throw ConfigError("runtime: an experiment under " + to_string(first) + " cannot also have \"" +
-                          to_string(p.runtime) + "\" points");
+        throw ConfigError("runtime: an experiment under " + first + " cannot also have \"" + p.runtime +
+                          "\" points");
       }
     }
     backends.start_job(e.points.front());
@@ -277,8 +277,8 @@ int run_experiment(const Experiment& e, const Components& c, Backends& backends,
     }
   };
 
-  const bool parallel = std::all_of(e.points.begin(), e.points.end(), [](const PointConfig& p) {
-    return p.runtime == RuntimeKind::kSim;
+  const bool parallel = std::all_of(e.points.begin(), e.points.end(), [&](const PointConfig& p) {
+    return backends.traits(p).virtual_time;
   });
   const int jobs = parallel ? std::max(1, std::min<int>(options.jobs, static_cast<int>(n))) : 1;
   if (jobs == 1) {

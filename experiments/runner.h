@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -50,7 +51,7 @@ std::unique_ptr<Workload> make_workload(const PointConfig& point, const Componen
 struct RanksRun {
   std::vector<TrainResult> ranks;
   double optimal_loss = 0;
-  SimReport sim;
+  std::optional<RunReport> report;  // the world's, when its runtime models virtual time
 };
 RanksRun run_ranks(const PointConfig& point, const Components& c, Backends& backends,
                    int64_t iterations = -1);

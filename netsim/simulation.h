@@ -14,6 +14,7 @@
 
 #include "core/context.h"
 #include "core/units.h"
+#include "core/world.h"
 
 namespace bagua::netsim {
 
@@ -81,17 +82,9 @@ struct SimOptions {
   bool trace = false;  // record a Chrome trace-event timeline
 };
 
-// Per-rank totals over the whole run.
-struct RankStats {
-  Time compute;    // charged by Clock::compute on any stream
-  Time busy_comm;  // time with at least one of this rank's flows or messages in flight
-};
-
-struct LinkStats {
-  std::string name;  // e.g. "host3.nic.up"
-  Bytes carried;
-  double utilization;  // carried / (bandwidth * simulated time)
-};
+// Per-rank and per-link totals over the whole run (the simulated time); the types of core's RunReport.
+using bagua::LinkStats;
+using bagua::RankStats;
 
 class Simulation {
  public:

@@ -1,4 +1,5 @@
-// A world of ranks as Open MPI processes: this process is one rank of the job mpirun started.
+// A world of ranks as Open MPI processes: this process is one rank of the job mpirun started (a job
+// World, core/world.h).
 //
 // Launch with mpirun, one process per rank, e.g.
 //   mpirun -np 4 bagua run CONFIG.json
@@ -15,12 +16,13 @@
 #include <memory>
 
 #include "core/context.h"
+#include "core/world.h"
 
 namespace bagua::runtime::mpi {
 
 class MpiTransport;
 
-class MpiWorld {
+class MpiWorld final : public World {
  public:
   // Initializes MPI (collective over every process of the job). Rank r's host is r / ranks_per_host
   // when ranks_per_host > 0 (one machine emulating several hosts), otherwise the node MPI placed it on.
@@ -34,8 +36,9 @@ class MpiWorld {
   // right after one barrier, thread streams and thread events.
   RankContext& context();
   MpiTransport& transport();
-  int rank() const;
-  int size() const;
+  int rank() const override;
+  int size() const override;
+  bool is_job() const override { return true; }
 
   // Runs `body` on this process's rank. If it throws, prints the error once, prefixed with the rank,
   // and aborts the whole job (MPI_Abort): the other ranks would otherwise wait forever. Except when
@@ -43,7 +46,7 @@ class MpiWorld {
   // algorithm refusing the world size): then run() throws that ConfigError on every rank, so that the
   // job ends as any config error does. A rank whose ConfigError the other ranks do not all share
   // within 10 seconds aborts the job.
-  void run(const std::function<void(RankContext&)>& body);
+  void run(const std::function<void(RankContext&)>& body) override;
   // run()'s error handling around any work of this rank (NcclWorld runs its own context through it).
   void guard(const std::function<void()>& work);
 

@@ -1,4 +1,5 @@
-// A world of ranks as Open MPI processes with one GPU each, communicating through NCCL.
+// A world of ranks as Open MPI processes with one GPU each, communicating through NCCL (a job World,
+// core/world.h).
 //
 // Launch with mpirun, one process per GPU, e.g.
 //   mpirun -np 8 bagua run CONFIG.json
@@ -24,6 +25,7 @@
 #include <memory>
 
 #include "core/context.h"
+#include "core/world.h"
 
 namespace bagua::runtime::mpi {
 class MpiWorld;
@@ -34,7 +36,7 @@ namespace bagua::runtime::nccl {
 class CudaSpace;
 class NcclTransport;
 
-class NcclWorld {
+class NcclWorld final : public World {
  public:
   // Collective over every process of the job: initializes MPI, picks this rank's GPU, creates the NCCL
   // communicators. Rank r's host is r / ranks_per_host when ranks_per_host > 0 (one machine emulating
@@ -51,14 +53,15 @@ class NcclWorld {
   RankContext& context();
   NcclTransport& transport();
   const CudaSpace& space() const;
-  int rank() const;
-  int size() const;
+  int rank() const override;
+  int size() const override;
+  bool is_job() const override { return true; }
   int device() const;  // the CUDA device this rank uses
 
   // Runs `body` on this process's rank, on the calling thread (which becomes the compute thread). If it
   // throws, prints the error once, prefixed with the rank, and aborts the whole job (MPI_Abort): the
   // other ranks would otherwise wait forever.
-  void run(const std::function<void(RankContext&)>& body);
+  void run(const std::function<void(RankContext&)>& body) override;
 
  private:
   class Context;

@@ -249,7 +249,7 @@ inline Outcome run(const std::string& text) {
       experiments::load_experiment_json(experiments::parse_json(text, "convergence test"), ".", {}, c);
   BAGUA_CHECK_EQ(e.points.size(), size_t{1}, "points of a convergence test config");
   const experiments::PointConfig& point = e.points[0];
-  experiments::Backends backends(nullptr, nullptr);
+  experiments::Backends backends(c.runtimes, nullptr, nullptr);
   const int world = point.world_size();
 
   Outcome o;

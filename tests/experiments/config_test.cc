@@ -41,7 +41,7 @@ TEST(Config, ValidConfigResolvesToCanonicalForm) {
   EXPECT_EQ(e.name, "unit");
   EXPECT_EQ(e.output_dir, "results/unit");  // default: results/<name>
   EXPECT_EQ(p.seed, 7u);
-  EXPECT_EQ(p.runtime, RuntimeKind::kSim);
+  EXPECT_EQ(p.runtime, "sim");
   EXPECT_EQ(p.world_size(), 8);
   EXPECT_EQ(p.cluster.nic.bandwidth.bytes_per_second(), 12.5e9);
   EXPECT_EQ(p.cluster.nic.latency, Time::us(5));

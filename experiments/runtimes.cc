@@ -1,0 +1,115 @@
+#include "experiments/runtimes.h"
+
+#include <utility>
+
+#include "core/check.h"
+#include "netsim/sim_world.h"
+#include "runtime/threads/world.h"
+
+#if BAGUA_HAVE_MPI
+#include "runtime/mpi/world.h"
+#endif
+#if BAGUA_HAVE_NCCL
+#include "runtime/nccl/world.h"
+#endif
+
+namespace bagua::experiments {
+
+void RuntimeRegistry::insert(Entry entry) {
+  BAGUA_CHECK(!find(entry.name), "runtime '" + entry.name + "' registered twice");
+  entries_.push_back(std::move(entry));
+}
+
+void RuntimeRegistry::add(std::string name, std::string description, RuntimeTraits traits,
+                          Factory factory) {
+  BAGUA_CHECK(static_cast<bool>(factory), "runtime '" + name + "' registered without a factory");
+  insert(Entry{std::move(name), std::move(description), traits, std::move(factory), ""});
+}
+
+void RuntimeRegistry::add_missing(std::string name, std::string description, RuntimeTraits traits,
+                                  std::string missing) {
+  BAGUA_CHECK(!missing.empty(), "runtime '" + name + "' registered as missing without a reason");
+  insert(Entry{std::move(name), std::move(description), traits, nullptr, std::move(missing)});
+}
+
+const RuntimeRegistry::Entry* RuntimeRegistry::find(const std::string& name) const {
+  for (const Entry& e : entries_)
+    if (e.name == name) return &e;
+  return nullptr;
+}
+
+const RuntimeRegistry::Entry& RuntimeRegistry::at(const std::string& name) const {
+  if (const Entry* e = find(name)) return *e;
+  std::string known;
+  for (const Entry& e : entries_)
+    known += (known.empty() ? "" : ", ") + e.name;
+  throw ConfigError("unknown runtime '" + name + "' (known: " + known + ")");
+}
+
+std::vector<const RuntimeRegistry::Entry*> RuntimeRegistry::entries() const {
+  std::vector<const Entry*> out;
+  for (const Entry& e : entries_)
+    out.push_back(&e);
+  return out;
+}
+
+std::vector<std::string> RuntimeRegistry::names() const {
+  std::vector<std::string> out;
+  for (const Entry& e : entries_)
+    out.push_back(e.name);
+  return out;
+}
+
+std::unique_ptr<World> RuntimeRegistry::make(const std::string& name,
+                                             const WorldRequest& request) const {
+  const Entry& e = at(name);
+  if (!e.available()) throw ConfigError("runtime: \"" + name + "\" is not available: " + e.missing);
+  return e.factory(request);
+}
+
+namespace {
+
+constexpr RuntimeTraits kInProcess{.job = false, .virtual_time = false};
+constexpr RuntimeTraits kSimulated{.job = false, .virtual_time = true};
+constexpr RuntimeTraits kJob{.job = true, .virtual_time = false};
+
+// An in-process runtime needs the point's cluster (config validation requires it for them).
+const netsim::ClusterSpec& cluster_of(const WorldRequest& q) {
+  BAGUA_CHECK(q.cluster != nullptr, "an in-process runtime needs a cluster");
+  return *q.cluster;
+}
+
+}  // namespace
+
+void register_runtimes(RuntimeRegistry& r) {
+  r.add("sim", "the discrete-event network simulator (virtual time, deterministic)", kSimulated,
+        [](const WorldRequest& q) {
+          return std::make_unique<netsim::SimWorld>(cluster_of(q),
+                                                    netsim::SimOptions{.trace = q.trace});
+        });
+  r.add("threads", "one thread per rank in this process (real time)", kInProcess,
+        [](const WorldRequest& q) {
+          const netsim::ClusterSpec& c = cluster_of(q);
+          return std::make_unique<runtime::threads::ThreadsWorld>(c.world_size(), c.devices_per_host);
+        });
+#if BAGUA_HAVE_MPI
+  r.add("mpi", "one Open MPI process per rank, started by mpirun (real time)", kJob,
+        [](const WorldRequest& q) {
+          return std::make_unique<runtime::mpi::MpiWorld>(q.argc, q.argv, q.ranks_per_host);
+        });
+#else
+  r.add_missing("mpi", "one Open MPI process per rank, started by mpirun (real time)", kJob,
+                "this bagua was built without Open MPI");
+#endif
+#if BAGUA_HAVE_NCCL
+  r.add("nccl", "one process per GPU, started by mpirun, NCCL transport (real time)", kJob,
+        [](const WorldRequest& q) {
+          return std::make_unique<runtime::nccl::NcclWorld>(q.argc, q.argv, q.ranks_per_host);
+        });
+#else
+  r.add_missing("nccl", "one process per GPU, started by mpirun, NCCL transport (real time)", kJob,
+                "this bagua was built without CUDA and NCCL");
+#endif
+}
+
+}  // namespace bagua::experiments
