@@ -63,6 +63,7 @@ class QAdam final : public Algorithm {
   CompressorFactory factory_;
   Buffer m_;
   Buffer v_;
+  std::unique_ptr<Communicator> flat_;  // the warm-up's, flat as in Bagua
   std::unique_ptr<CentralizedFullPrecision> full_precision_;
   std::unique_ptr<Communicator> communicator_;
   std::vector<std::unique_ptr<CentralizedLowPrecision>> low_precision_;  // per bucket, over m

@@ -33,15 +33,22 @@
 
 #include "core/buffer.h"
 #include "core/context.h"
+#include "core/primitives/communicator.h"
 
 namespace bagua {
 
+struct AsyncModelAveragerOptions {
+  Time interval;      // between two rounds; > 0
+  Tag data_tag{};     // carries the snapshots
+  Tag control_tag{};  // carries the flag
+};
+
 class AsyncModelAverager {
  public:
-  // `weights` must outlive the averager; `interval` > 0. `data_tag` carries the snapshots,
-  // `control_tag` the flag.
-  AsyncModelAverager(RankContext& ctx, const BufferView& weights, Time interval, Tag data_tag,
-                     Tag control_tag);
+  // `weights` (averaged in place) must outlive the averager, and so must `communicator`, which must be
+  // flat (BAGUA_CHECK otherwise).
+  AsyncModelAverager(RankContext& ctx, Communicator& communicator, const BufferView& weights,
+                     const AsyncModelAveragerOptions& options);
   AsyncModelAverager(const AsyncModelAverager&) = delete;
   AsyncModelAverager& operator=(const AsyncModelAverager&) = delete;
 
@@ -69,6 +76,7 @@ class AsyncModelAverager {
   void loop();
 
   RankContext& ctx_;
+  Communicator& communicator_;
   BufferView weights_;
   Time interval_;
   Tag data_tag_;

@@ -35,11 +35,16 @@
 
 namespace bagua {
 
+struct CentralizedLowPrecisionOptions {
+  CompressorFactory factory;  // one compressor instance per site
+  bool average = true;        // the average over ranks, else the sum
+};
+
 class CentralizedLowPrecision {
  public:
   // One instance per bucket. `like`: a buffer of the bucket's count, in the space the bucket lives in.
   CentralizedLowPrecision(RankContext& ctx, Communicator& communicator, const BufferView& like,
-                          const CompressorFactory& factory, bool average);
+                          const CentralizedLowPrecisionOptions& options);
 
   // bucket := average (or sum) over ranks of bucket, through compressed scatter-reduce-gather.
   void allreduce(const BufferView& bucket, Tag tag);

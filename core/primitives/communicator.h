@@ -15,6 +15,13 @@
 //
 // Built once (in an algorithm's init) and shared by every bucket's primitive: building a hierarchical
 // communicator is collective (every rank makes its sub-groups in the same order).
+//
+// Every primitive is built in one shape, (context, communicator, buffer, options):
+//   Primitive(RankContext& ctx, Communicator& communicator, const BufferView& like,
+//             const PrimitiveOptions& options);
+// `like` is a buffer of the primitive's data (its count, dtype and space; the weights themselves for
+// the primitives that keep them or copy them once), and the options struct, named after the primitive,
+// holds everything else (compressor factory, peer mode, step size, ...).
 #pragma once
 
 #include <functional>
@@ -37,6 +44,10 @@ class Communicator {
   // Size of the inner group on every rank: the world size when flat, the number of hosts when
   // hierarchical (known to non-leaders too).
   int inner_size() const;
+  Transport& world() { return world_; }
+  // The host groups of a hierarchical communicator, for primitives that run a two-level collective of
+  // their own (C_FP_S); nullptr when flat.
+  collectives::HierarchicalGroups* groups() { return groups_ ? &*groups_ : nullptr; }
 
   // pre (if `pre`), op(inner) on the ranks that have an inner group, post (if `post`). A flat
   // communicator runs op(world) only.

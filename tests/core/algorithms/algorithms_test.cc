@@ -162,6 +162,7 @@ TEST(Algorithms, NonDefaultVariantsRunOrRejectTheWorldClearly) {
       {"async_model_average", {{"warmup_steps", int64_t{1}}, {"sync_interval_ms", int64_t{1}}}},
       {"local_sgd", {{"period", int64_t{2}}, {"hierarchical", true}}},
       {"choco_sgd", {{"compressor", std::string("topk")}, {"topk_ratio", 0.5}, {"gamma", 0.2}}},
+      {"choco_sgd", {{"hierarchical", true}}},
   };
   for (const Variant& v : variants)
     for (Backend backend : testing::all_backends())
@@ -331,6 +332,36 @@ TEST(Exactness, QAdamCompressedPhaseKeepsEveryRankOnTheSameWeights) {
                 0)
           << compressor << ": rank " << rank << " differs from rank 0";
   }
+}
+
+TEST(Exactness, HierarchicalChocoOnThreeHostsIsLargeBatchSgd) {
+  // Identity compression, gamma 1: a CHOCO step sets x := sum_j W_rj x_j over the leaders' ring
+  // (core/primitives/choco_gossip.h). 3 hosts of 2 ranks: each leader starts from its host's average,
+  // and W on a ring of 3 is 1/3 everywhere, so every rank leaves with the average over all 6 ranks of
+  // the stepped weights; the ranks start equal and the gradient is linear, so the weights follow
+  // large-batch SGD over 6 ranks exactly. Flat, the ring of 6 is not complete: the ranks disagree.
+  Registries reg;
+  for (Backend backend : testing::all_backends())
+    for (bool hierarchical : {true, false}) {
+      RunSpec spec;
+      spec.algorithm = "choco_sgd";
+      spec.params = {
+          {"compressor", std::string("identity")}, {"gamma", 1.0}, {"hierarchical", hierarchical}};
+      spec.ranks = 6;
+      spec.per_host = 2;
+      spec.iterations = 5;
+      RunResult r = run_algorithm(backend, reg, spec);
+      double largest_error = 0;
+      for (int rank = 0; rank < 6; ++rank)
+        for (size_t i = 0; i < 16; ++i)
+          largest_error = std::max(largest_error, std::abs(r.weights[static_cast<size_t>(rank)][i] -
+                                                           large_batch_sgd(6, i, spec.lr, 5)));
+      if (hierarchical) {
+        EXPECT_LT(largest_error, 1e-5) << describe(backend, spec);
+      } else {
+        EXPECT_GT(largest_error, 1e-3) << describe(backend, spec);
+      }
+    }
 }
 
 TEST(Exactness, LocalSgdAgreesAfterEveryPeriod) {
