@@ -2,12 +2,14 @@
 // exactness of the algorithms that are plain large-batch SGD (or Adam) in disguise.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <set>
 
 #include "core/algorithms/async_model_average.h"
 #include "core/algorithms/decentralized.h"
+#include "core/compress/identity.h"
 #include "tests/core/algorithms/harness.h"
 
 namespace bagua {
@@ -108,6 +110,48 @@ TEST(Registry, CompressorParametersArePrefixedAndReachTheCompressor) {
   // qadam offers its two variants only.
   EXPECT_EQ(reg.algorithms.at("qadam").schema.find("compressor")->choices,
             (std::vector<std::string>{"minmax_uint8", "sign"}));
+}
+
+// A compressor that only a test registers: identity's encoding, counting its encodes in `encodes`.
+class CountingCompressor final : public Compressor {
+ public:
+  explicit CountingCompressor(std::atomic<int64_t>& encodes) : encodes_(encodes) {}
+  std::string name() const override { return "counting"; }
+  Bytes encoded_bytes(size_t n) const override { return inner_.encoded_bytes(n); }
+  void encode(const BufferView& in, const BufferView& out) override {
+    ++encodes_;
+    inner_.encode(in, out);
+  }
+  void decode(const BufferView& in, const BufferView& out) override { inner_.decode(in, out); }
+
+ private:
+  std::atomic<int64_t>& encodes_;
+  IdentityCompressor inner_;
+};
+
+TEST(Registry, ACompressorRegisteredBesideTheBuiltInOnesReachesTheAlgorithms) {
+  // The algorithms' `compressor` parameters are declared from the components' one compressor
+  // registry: a compressor added there is a valid choice, its parameters are declared prefixed, and
+  // the algorithm really compresses with it.
+  std::atomic<int64_t> encodes{0};
+  Registries reg([&](CompressorRegistry& c) {
+    c.add("counting", "identity, counting its encodes",
+          ParamSchema{}.add_int("unused", 3, "a parameter, to see it prefixed", 0),
+          [&](const Params&) { return std::make_unique<CountingCompressor>(encodes); });
+  });
+  for (const char* algorithm : {"bytegrad", "low_precision_decentralized", "choco_sgd"}) {
+    const ParamSchema& schema = reg.algorithms.at(algorithm).schema;
+    EXPECT_FALSE(schema.validate("compressor", std::string("counting")).has_value()) << algorithm;
+    ASSERT_NE(schema.find("counting_unused"), nullptr) << algorithm;
+    EXPECT_EQ(std::get<int64_t>(schema.find("counting_unused")->default_value), 3) << algorithm;
+    encodes = 0;
+    RunSpec spec;
+    spec.algorithm = algorithm;
+    spec.params = {{"compressor", std::string("counting")}};
+    spec.ranks = 2;
+    EXPECT_EQ(run_and_check(Backend::kSim, reg, spec), "") << algorithm;
+    EXPECT_GT(encodes.load(), 0) << algorithm << " did not compress with the registered compressor";
+  }
 }
 
 TEST(Algorithms, EveryRegisteredAlgorithmRunsWithItsDefaults) {
