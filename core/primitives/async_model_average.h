@@ -12,10 +12,9 @@
 //              communication is kept
 //   round      flag, snapshot, average, delta, then sleep `interval`
 //   flag       a tiny allreduce(min) opening every round: 1 = keep going, 0 = stop (Bagua negotiates
-//   the
-//              same way with a one-byte broadcast from rank 0). Every rank runs the same collectives in
-//              every round, so all ranks leave the loop at the same round: the first one whose flag
-//              allreduce sees a rank that has asked to stop
+//              the same way with a one-byte broadcast from rank 0). Every rank runs the same
+//              collectives in every round, so all ranks leave the loop at the same round: the first one
+//              whose flag allreduce sees a rank that has asked to stop
 //   busy       the compute stream is between begin_compute and end_compute (forward and backward read
 //              the weights; Bagua locks the weights over that span). A delta that arrives while busy is
 //              held back and applied by end_compute; the loop waits for that before its next round

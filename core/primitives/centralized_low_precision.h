@@ -9,8 +9,7 @@
 //               multiple of P instead — its `alignment = world size` — which costs the same order of
 //               bytes)
 //   scatter     compress chunk j of the bucket into slot j, for every j; alltoall the slots, so that
-//   slot
-//               j of the received buffer holds rank j's compressed copy of chunk r
+//               slot j of the received buffer holds rank j's compressed copy of chunk r
 //   reduce      decompress the P received copies of chunk r and average (or sum) them
 //   gather      compress the reduced chunk r once more, allgather the slots, decompress every slot j
 //               into chunk j of the bucket

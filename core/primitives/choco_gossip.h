@@ -15,8 +15,8 @@
 //   q_r  := Q(x - x̂_r)                              compress the difference to the public copy
 //   send q_r to both neighbours, receive q_j from them
 //   x̂_r  += D(q_r);   s_r += sum_j W_rj D(q_j)     (the paper's x̂_j^{(t+1)} = x̂_j^{(t)} + q_j)
-//   x    += gamma (s_r - x̂_r)                       (= x + gamma sum_j W_rj (x̂_j - x̂_r), as sum_j W_rj
-//   = 1)
+//   x    += gamma (s_r - x̂_r)                       (= x + gamma sum_j W_rj (x̂_j - x̂_r),
+//                                                    as sum_j W_rj = 1)
 // With the identity compressor and gamma = 1 the first step gives x := sum_j W_rj x_j, exact ring
 // averaging. The exchange is collectives::neighbour_exchange: with P = 2 the other rank's q arrives
 // once.

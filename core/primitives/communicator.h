@@ -8,7 +8,7 @@
 //   pre        hierarchical only: intra-host reduce of the buffer onto the host leader, in full
 //              precision, averaged over the host's ranks or summed (Bagua's hierarchical_pre)
 //   post       hierarchical only: intra-host broadcast of the leader's buffer (Bagua's
-//   hierarchical_post)
+//              hierarchical_post)
 //
 // execute(data, ...) runs pre, then `op` on the inner group (leaders only), then post — exactly Bagua's
 // execute_communication, whose three flags say which of the steps a primitive wants.

@@ -12,8 +12,7 @@
 // Peer modes:
 //   all        peer weights = the average of every rank's weights (an allreduce average).
 //   shift_one  P must be even. Ranks are split into halves [0, P/2) and [P/2, P); at each step every
-//   rank
-//              is paired with one rank of the other half, and peer weights = (own + peer's) / 2.
+//              rank is paired with one rank of the other half, and peer weights = (own + peer's) / 2.
 //              Bagua's formula for the peer of r at step s:
 //                  r <  P/2:  peer = (s + r) mod ((P + 1) / 2) + P/2     ((P + 1) / 2 = P/2 for even P)
 //                  r >= P/2:  peer = (r - P/2 - s) mod_euclid (P/2)

@@ -298,8 +298,8 @@ TEST(Exactness, DecentralizedAllAveragesToLargeBatchSgd) {
               << describe(backend, spec) << ", element " << i;
         }
         // And each rank's offset from the average, d = w_r - avg(w), obeys
-        //   d_{k+1} = -lr d_k + lr (t_r - tbar),  d_0 = 0   =>   d_K = (t_r - tbar) lr (1 - (-lr)^K) /
-        //   (1 + lr)
+        //   d_{k+1} = -lr d_k + lr (t_r - tbar),  d_0 = 0
+        //     =>   d_K = (t_r - tbar) lr (1 - (-lr)^K) / (1 + lr)
         // (the average is taken before the step, the gradient at the rank's own weights).
         const double lr = spec.lr;
         const double offset = lr * (1.0 - std::pow(-lr, 5.0)) / (1.0 + lr);
