@@ -7,7 +7,7 @@ std::unique_ptr<Components> make_components() {
   register_workloads(c->workloads);
   register_optimizers(c->optimizers);
   register_compressors(c->compressors);
-  register_algorithms(c->algorithms);
+  register_algorithms(c->algorithms, c->compressors);
   register_runtimes(c->runtimes);
   return c;
 }

@@ -7,8 +7,8 @@
 //   3. expand the sweep (experiments/sweep.h) into points, each value set at its axis path;
 //   4. validate every point into a PointConfig: every object rejects unknown keys, every value is
 //      checked for its type and range, component parameters are checked against the registered
-//      component's ParamSchema. The first error is thrown as ConfigError, one line naming the JSON
-//      path:
+//      component's ParamSchema. The first error is thrown as ConfigError, one line naming the
+//      JSON path:
 //        cluster.nic.bandwidth: must be > 0, got "0 Gbps"
 //        algorithm.hierarchical: expected bool, got 3
 //        schedule.iterationz: unknown key (known: iterations, eval_interval, bucket_size, overlap)

@@ -7,7 +7,7 @@
 //   level       the rate every still-unfrozen flow on a link would get if it were the tightest:
 //               (capacity - rates of frozen flows on it) / (number of unfrozen flows on it)
 //   bottleneck  the link (or flow cap) with the lowest level; its unfrozen flows are frozen at that
-//   level
+//               level
 //
 // Progressive filling raises all unfrozen rates together; the first constraint to fill is the
 // bottleneck, its flows are frozen, the capacity they take is removed from every other link they cross,

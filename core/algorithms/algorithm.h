@@ -80,6 +80,9 @@ struct AlgorithmDeps {
   const OptimizerRegistry& optimizers;
 };
 using AlgorithmRegistry = Registry<Algorithm, const AlgorithmDeps&>;
-void register_algorithms(AlgorithmRegistry& registry);
+// Registers the algorithms. The compressing ones declare, in their parameter schemas, every compressor
+// of `compressors` (its name as a `compressor` choice, its parameters prefixed): register the
+// compressors first, and hand the algorithms the same registry in AlgorithmDeps.
+void register_algorithms(AlgorithmRegistry& registry, const CompressorRegistry& compressors);
 
 }  // namespace bagua

@@ -19,10 +19,13 @@ AsyncModelAverage::AsyncModelAverage(const Params& params)
       warmup_steps_(params.get_int("warmup_steps")) {}
 
 void AsyncModelAverage::init(TrainState& s) {
-  warmup_ = std::make_unique<CentralizedFullPrecision>(s.ctx.transport(), /*hierarchical=*/false,
-                                                       /*average=*/true);
+  communicator_ = std::make_unique<Communicator>(s.ctx.transport(), /*hierarchical=*/false);
+  warmup_ = std::make_unique<CentralizedFullPrecision>(
+      s.ctx, *communicator_, s.grads, CentralizedFullPrecisionOptions{/*average=*/true});
   averager_ = std::make_unique<AsyncModelAverager>(
-      s.ctx, s.weights, interval_, tags::bucket(tags::kBackground, 0), tags::bucket(tags::kControl, 0));
+      s.ctx, *communicator_, s.weights,
+      AsyncModelAveragerOptions{interval_, tags::bucket(tags::kBackground, 0),
+                                tags::bucket(tags::kControl, 0)});
 }
 
 void AsyncModelAverage::before_forward(TrainState& s) {

@@ -20,6 +20,7 @@
 #include "core/algorithms/algorithm.h"
 #include "core/primitives/async_model_average.h"
 #include "core/primitives/centralized.h"
+#include "core/primitives/communicator.h"
 
 namespace bagua {
 
@@ -45,6 +46,7 @@ class AsyncModelAverage final : public Algorithm {
 
   Time interval_;
   int64_t warmup_steps_;
+  std::unique_ptr<Communicator> communicator_;  // flat: Bagua's asynchronous op is never hierarchical
   std::unique_ptr<CentralizedFullPrecision> warmup_;
   std::unique_ptr<AsyncModelAverager> averager_;
 };

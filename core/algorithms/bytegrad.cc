@@ -25,8 +25,8 @@ void Bytegrad::init(TrainState& s) {
   communicator_ = std::make_unique<Communicator>(s.ctx.transport(), hierarchical_);
   primitives_.clear();
   for (const Bucket& b : s.buckets)
-    primitives_.push_back(std::make_unique<CentralizedLowPrecision>(s.ctx, *communicator_,
-                                                                    s.grads_of(b), factory_, average_));
+    primitives_.push_back(std::make_unique<CentralizedLowPrecision>(
+        s.ctx, *communicator_, s.grads_of(b), CentralizedLowPrecisionOptions{factory_, average_}));
 }
 
 void Bytegrad::on_bucket_ready(TrainState& s, const Bucket& b) {

@@ -11,6 +11,9 @@ ParamSchema ChocoSgd::schema(const CompressorRegistry& compressors) {
   // (epfml/ChocoSGD, dl_code/exps/finetune-resnet20-cifar10/example.sh: parallel_choco, comm_op sign,
   // consensus_stepsize 0.4, graph_topology ring).
   s.add_double("gamma", 0.4, "consensus step size", 0.0, 1.0, true);
+  // Off by default: the paper's CHOCO-SGD is flat (every rank a node of the ring).
+  s.add_bool("hierarchical", false,
+             "intra-host average, CHOCO gossip among host leaders, intra-host broadcast");
   add_compressor_params(s, compressors,
                         CompressorChoice{"sign", {}, /*error_feedback_param=*/false, false});
   return s;
@@ -18,10 +21,13 @@ ParamSchema ChocoSgd::schema(const CompressorRegistry& compressors) {
 
 ChocoSgd::ChocoSgd(const Params& params, const AlgorithmDeps& deps)
     : gamma_(params.get_double("gamma")),
+      hierarchical_(params.get_bool("hierarchical")),
       factory_(make_compressor_factory(deps.compressors, params, /*error_feedback=*/false)) {}
 
 void ChocoSgd::init(TrainState& s) {
-  gossip_ = std::make_unique<ChocoGossip>(s.ctx, s.weights, factory_, gamma_);
+  communicator_ = std::make_unique<Communicator>(s.ctx.transport(), hierarchical_);
+  gossip_ = std::make_unique<ChocoGossip>(s.ctx, *communicator_, s.weights,
+                                          ChocoGossipOptions{factory_, gamma_});
 }
 
 void ChocoSgd::after_update(TrainState& s) {

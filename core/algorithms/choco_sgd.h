@@ -4,12 +4,15 @@
 // weight vector:
 //   q = Q(x_{t+1/2} - x̂_r);  x̂ updated for self and neighbours;
 //   x_{t+1} = x_{t+1/2} + gamma sum_j W_rj (x̂_j - x̂_r).
+// `hierarchical` (default false, the paper's flat ring) makes each host one node of the ring: the
+// host's weights are averaged onto its leader, the leaders gossip, and the result is broadcast.
 #pragma once
 
 #include <memory>
 
 #include "core/algorithms/algorithm.h"
 #include "core/primitives/choco_gossip.h"
+#include "core/primitives/communicator.h"
 
 namespace bagua {
 
@@ -24,7 +27,9 @@ class ChocoSgd final : public Algorithm {
 
  private:
   double gamma_;
+  bool hierarchical_;
   CompressorFactory factory_;
+  std::unique_ptr<Communicator> communicator_;
   std::unique_ptr<ChocoGossip> gossip_;
 };
 

@@ -31,8 +31,8 @@ Decentralized::Decentralized(const Params& params)
 
 void Decentralized::init(TrainState& s) {
   communicator_ = std::make_unique<Communicator>(s.ctx.transport(), hierarchical_);
-  primitive_ =
-      std::make_unique<DecentralizedFullPrecision>(*communicator_, mode_, s.weights, "decentralized");
+  primitive_ = std::make_unique<DecentralizedFullPrecision>(
+      s.ctx, *communicator_, s.weights, DecentralizedFullPrecisionOptions{mode_, "decentralized"});
   peer_weights_ = Buffer::like(s.weights, s.weights.dtype(), s.weights.count());
 }
 
@@ -75,8 +75,8 @@ void LowPrecisionDecentralized::init(TrainState& s) {
   communicator_ = std::make_unique<Communicator>(s.ctx.transport(), hierarchical_);
   primitives_.clear();
   for (const Bucket& b : s.buckets)
-    primitives_.push_back(
-        std::make_unique<DecentralizedLowPrecision>(s.ctx, *communicator_, s.weights_of(b), factory_));
+    primitives_.push_back(std::make_unique<DecentralizedLowPrecision>(
+        s.ctx, *communicator_, s.weights_of(b), DecentralizedLowPrecisionOptions{factory_}));
 }
 
 void LowPrecisionDecentralized::after_update(TrainState& s) {

@@ -20,8 +20,9 @@ GradientAllreduce::GradientAllreduce(const Params& params)
       algo_(collectives::parse_allreduce_algo(params.get_string("allreduce"))) {}
 
 void GradientAllreduce::init(TrainState& s) {
-  primitive_ =
-      std::make_unique<CentralizedFullPrecision>(s.ctx.transport(), hierarchical_, average_, algo_);
+  communicator_ = std::make_unique<Communicator>(s.ctx.transport(), hierarchical_);
+  primitive_ = std::make_unique<CentralizedFullPrecision>(
+      s.ctx, *communicator_, s.grads, CentralizedFullPrecisionOptions{average_, algo_});
 }
 
 void GradientAllreduce::on_bucket_ready(TrainState& s, const Bucket& b) {

@@ -9,6 +9,7 @@
 
 #include "core/algorithms/algorithm.h"
 #include "core/primitives/centralized.h"
+#include "core/primitives/communicator.h"
 
 namespace bagua {
 
@@ -26,6 +27,7 @@ class GradientAllreduce final : public Algorithm {
   bool hierarchical_;
   bool average_;
   collectives::AllreduceAlgo algo_;
+  std::unique_ptr<Communicator> communicator_;
   std::unique_ptr<CentralizedFullPrecision> primitive_;
 };
 

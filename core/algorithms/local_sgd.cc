@@ -20,8 +20,9 @@ LocalSgd::LocalSgd(const Params& params)
     : period_(params.get_int("period")), hierarchical_(params.get_bool("hierarchical")) {}
 
 void LocalSgd::init(TrainState& s) {
-  primitive_ =
-      std::make_unique<CentralizedFullPrecision>(s.ctx.transport(), hierarchical_, /*average=*/true);
+  communicator_ = std::make_unique<Communicator>(s.ctx.transport(), hierarchical_);
+  primitive_ = std::make_unique<CentralizedFullPrecision>(
+      s.ctx, *communicator_, s.weights, CentralizedFullPrecisionOptions{/*average=*/true});
 }
 
 void LocalSgd::after_update(TrainState& s) {

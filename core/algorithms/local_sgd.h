@@ -9,6 +9,7 @@
 
 #include "core/algorithms/algorithm.h"
 #include "core/primitives/centralized.h"
+#include "core/primitives/communicator.h"
 
 namespace bagua {
 
@@ -24,6 +25,7 @@ class LocalSgd final : public Algorithm {
  private:
   int64_t period_;
   bool hierarchical_;
+  std::unique_ptr<Communicator> communicator_;
   std::unique_ptr<CentralizedFullPrecision> primitive_;
 };
 

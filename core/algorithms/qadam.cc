@@ -57,14 +57,15 @@ void QAdam::init(TrainState& s) {
   v_ = Buffer::like(s.weights, DType::kF32, s.weights.count());
   fill(m_, 0.0);
   fill(v_, 0.0);
-  full_precision_ =
-      std::make_unique<CentralizedFullPrecision>(s.ctx.transport(), /*hierarchical=*/false,
-                                                 /*average=*/true);
+  flat_ = std::make_unique<Communicator>(s.ctx.transport(), /*hierarchical=*/false);
+  full_precision_ = std::make_unique<CentralizedFullPrecision>(
+      s.ctx, *flat_, s.grads, CentralizedFullPrecisionOptions{/*average=*/true});
   communicator_ = std::make_unique<Communicator>(s.ctx.transport(), hierarchical_);
   low_precision_.clear();
   for (const Bucket& b : s.buckets)
     low_precision_.push_back(std::make_unique<CentralizedLowPrecision>(
-        s.ctx, *communicator_, m_.view().slice(b.offset, b.count), factory_, /*average=*/true));
+        s.ctx, *communicator_, m_.view().slice(b.offset, b.count),
+        CentralizedLowPrecisionOptions{factory_, /*average=*/true}));
 }
 
 void QAdam::on_bucket_ready(TrainState& s, const Bucket& b) {

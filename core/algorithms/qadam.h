@@ -7,10 +7,10 @@
 //   warm-up (t <= warmup_steps)   each bucket of g is averaged in full precision (C_FP_S, flat, as
 //        Bagua's centralized op with hierarchical=False) as soon as it is ready; then
 //        m := beta1 m + (1 - beta1) g,  v := beta2 v + (1 - beta2) g^2   with the averaged g
-//   compressed (t > warmup_steps) v is frozen. As soon as a bucket is ready, its momentum is updated
-//   from
-//        the *local* gradient, m := beta1 m + (1 - beta1) g (Bagua's calculate_momentum python op), and
-//        averaged over ranks with C_LP_S (scatter-reduce-gather, hierarchical by default)
+//   compressed (t > warmup_steps) v is frozen. As soon as a bucket is ready, its momentum is
+//        updated from the *local* gradient, m := beta1 m + (1 - beta1) g (Bagua's calculate_momentum
+//        python op), and averaged over ranks with C_LP_S (scatter-reduce-gather, hierarchical by
+//        default)
 //   update (both phases)          w := w - (lr / (1 - beta1^t)) m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
 //        (Bagua's step(): bias corrections keep counting t while v is frozen)
 // During the warm-up this is exactly Adam on the averaged gradient.
@@ -63,6 +63,7 @@ class QAdam final : public Algorithm {
   CompressorFactory factory_;
   Buffer m_;
   Buffer v_;
+  std::unique_ptr<Communicator> flat_;  // the warm-up's, flat as in Bagua
   std::unique_ptr<CentralizedFullPrecision> full_precision_;
   std::unique_ptr<Communicator> communicator_;
   std::vector<std::unique_ptr<CentralizedLowPrecision>> low_precision_;  // per bucket, over m

@@ -8,11 +8,10 @@
 
 namespace bagua {
 
-void register_algorithms(AlgorithmRegistry& registry) {
-  // The compressors' parameter schemas, to declare them inside the compressing algorithms' schemas
-  // (core/algorithms/compression.h); the factories use the registry handed over in AlgorithmDeps.
-  CompressorRegistry compressors("compressor");
-  register_compressors(compressors);
+void register_algorithms(AlgorithmRegistry& registry, const CompressorRegistry& compressors) {
+  // The compressors' parameter schemas are declared inside the compressing algorithms' schemas
+  // (core/algorithms/compression.h); the factories use the registry handed over in AlgorithmDeps,
+  // which must be this one.
 
   registry.add(
       "gradient_allreduce",

@@ -35,6 +35,8 @@
 //   broadcast, binomial, k segments           k ceil(lg P)                 ceil(lg P) S  (the root)
 //   broadcast, chain, k segments              P + k-2                      S
 //   alltoall, pairwise exchange               P-1                          (P-1) S/P
+//   neighbour_exchange, P >= 3                2                            2S
+//   neighbour_exchange, P = 2                 1                            S
 //   Hierarchical, intra-host chains of k segments (Q >= 3; chosen when S >= Q x segment, see
 //   IntraHostOptions):
 //   hierarchical allreduce                    2(Q + k-2) + 2(H-1)          max(2S, S + 2(H-1) S/H)
@@ -163,6 +165,16 @@ void reduce(Transport& transport, const BufferView& data, int root, ReduceOp op,
 // have the same dtype and count, the count divisible by P (so that every chunk has one size), and must
 // not overlap.
 void alltoall(Transport& transport, const BufferView& send, const BufferView& recv, Tag tag);
+
+// Ring neighbours (left = rank - 1, right = rank + 1, mod P): `data` to both, the left neighbour's data
+// into `from_left`, the right neighbour's into `from_right`. Returns the number of distinct neighbours:
+// 2 for P >= 3; 1 for P = 2, where left == right is one rank, whose data is sent and received once,
+// into `from_left` (`from_right` untouched); 0 for P = 1 (nothing moves). S here is the size of `data`,
+// which may differ from rank to rank (compressed); every rank's `from_left` and `from_right` must hold
+// its neighbours' data exactly. Unlike the chunked collectives, an empty `data` is still exchanged (as
+// zero-byte messages), as the decentralized primitives always did.
+int neighbour_exchange(Transport& transport, const BufferView& data, const BufferView& from_left,
+                       const BufferView& from_right, Tag tag);
 
 // ---- Hierarchical (two-level) collectives --------------------------------------------------------
 

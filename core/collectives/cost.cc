@@ -147,6 +147,15 @@ WireCost alltoall_cost(int ranks, Bytes size) {
   return {ranks - 1, chunk * (ranks - 1)};
 }
 
+WireCost neighbour_exchange_cost(int ranks, Bytes size) {
+  // One send to each distinct neighbour, posted one after the other: the second leaves at step 2. An
+  // empty buffer still travels (zero-byte messages), so the steps depend on P alone.
+  check_shape(ranks, size, "neighbour_exchange_cost");
+  if (ranks == 1) return {};
+  if (ranks == 2) return {1, size};
+  return {2, size * 2};
+}
+
 namespace {
 
 // The intra-host phases of a two-level form on a host of `ranks` ranks, for S = `size` bytes: the

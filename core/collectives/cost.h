@@ -37,6 +37,8 @@ WireCost reduce_cost(int ranks, Bytes size, int segments = 1);  // binomial
 WireCost reduce_cost(ReduceAlgo algo, int ranks, Bytes size, int segments = 1);
 WireCost broadcast_cost(BroadcastAlgo algo, int ranks, Bytes size, int segments = 1);
 WireCost alltoall_cost(int ranks, Bytes size);
+// `size` = S, the bytes every rank sends to each distinct ring neighbour.
+WireCost neighbour_exchange_cost(int ranks, Bytes size);
 
 // Two-level forms on `hosts` hosts of `ranks_per_host` ranks each, numbered host by host, with a ring
 // among the leaders; the broadcast's root is a host leader. The intra-host phases are the ones

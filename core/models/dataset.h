@@ -7,22 +7,20 @@
 // Partitions decide which samples each rank sees at each step:
 //
 //   iid        The shuffled data set is dealt to the ranks in blocks of the per-rank batch size b: at
-//   step
-//              t, rank r of P gets global samples [(t P + r) b, (t P + r + 1) b), modulo the data set
-//              size N (epochs wrap around; the order is NOT reshuffled per epoch, so every epoch visits
-//              the samples in the same order on every rank). Consequence: P ranks with batch b see at
-//              step t exactly the samples that one rank with batch P b sees at step t, so data
+//              step t, rank r of P gets global samples [(t P + r) b, (t P + r + 1) b), modulo the data
+//              set size N (epochs wrap around; the order is NOT reshuffled per epoch, so every epoch
+//              visits the samples in the same order on every rank). Consequence: P ranks with batch b
+//              see at step t exactly the samples that one rank with batch P b sees at step t, so data
 //              parallelism with exact gradient averaging changes nothing.
 //   dirichlet  Label-skewed non-IID shards (Hsu, Qi & Brown 2019, "Measuring the effects of
-//   non-identical
-//              data distribution for federated visual classification", arXiv:1909.06335): for every
-//              class, proportions over the P ranks are drawn from Dirichlet(alpha) and the class's
-//              samples are split among the ranks in those proportions (cut points rounded down). Small
-//              alpha: each rank holds few classes; large alpha: near-uniform class mixes. A rank left
-//              with no sample takes one from the currently largest shard (lowest rank on ties), so that
-//              every rank can train. Each rank walks its own shard in a seeded per-rank permutation: at
-//              step t it takes positions [t b, (t + 1) b) modulo its shard size. Shards partition the
-//              data set: every sample belongs to exactly one rank.
+//              non-identical data distribution for federated visual classification", arXiv:1909.06335):
+//              for every class, proportions over the P ranks are drawn from Dirichlet(alpha) and the
+//              class's samples are split among the ranks in those proportions (cut points rounded
+//              down). Small alpha: each rank holds few classes; large alpha: near-uniform class mixes.
+//              A rank left with no sample takes one from the currently largest shard (lowest rank on
+//              ties), so that every rank can train. Each rank walks its own shard in a seeded per-rank
+//              permutation: at step t it takes positions [t b, (t + 1) b) modulo its shard size. Shards
+//              partition the data set: every sample belongs to exactly one rank.
 #pragma once
 
 #include <Eigen/Dense>

@@ -5,18 +5,22 @@
 
 namespace bagua {
 
-AsyncModelAverager::AsyncModelAverager(RankContext& ctx, const BufferView& weights, Time interval,
-                                       Tag data_tag, Tag control_tag)
+AsyncModelAverager::AsyncModelAverager(RankContext& ctx, Communicator& communicator,
+                                       const BufferView& weights,
+                                       const AsyncModelAveragerOptions& options)
     : ctx_(ctx),
+      communicator_(communicator),
       weights_(weights),
-      interval_(interval),
-      data_tag_(data_tag),
-      control_tag_(control_tag),
+      interval_(options.interval),
+      data_tag_(options.data_tag),
+      control_tag_(options.control_tag),
       snapshot_(Buffer::like(weights, weights.dtype(), weights.count())),
       delta_(Buffer::like(weights, weights.dtype(), weights.count())),
       flag_(Buffer::host(DType::kI32, 1)) {
   // Rounds back to back could spin without virtual time passing (a one-rank world sends nothing).
   BAGUA_CHECK(interval_ > Time::zero(), "asynchronous model averaging needs an interval > 0");
+  BAGUA_CHECK(!communicator_.hierarchical(),
+              "asynchronous model averaging runs on a flat communicator (as Bagua's asynchronous op)");
 }
 
 void AsyncModelAverager::start(Stream& stream) {
@@ -72,7 +76,7 @@ void AsyncModelAverager::loop() {
     ~ExitGuard() { event->set(); }
   } guard{exited_};
 
-  Transport& world = ctx_.transport();
+  Transport& world = communicator_.world();
   const std::span<int32_t> flag = flag_.as<int32_t>();
   for (;;) {
     {

@@ -12,10 +12,9 @@
 //              communication is kept
 //   round      flag, snapshot, average, delta, then sleep `interval`
 //   flag       a tiny allreduce(min) opening every round: 1 = keep going, 0 = stop (Bagua negotiates
-//   the
-//              same way with a one-byte broadcast from rank 0). Every rank runs the same collectives in
-//              every round, so all ranks leave the loop at the same round: the first one whose flag
-//              allreduce sees a rank that has asked to stop
+//              the same way with a one-byte broadcast from rank 0). Every rank runs the same
+//              collectives in every round, so all ranks leave the loop at the same round: the first one
+//              whose flag allreduce sees a rank that has asked to stop
 //   busy       the compute stream is between begin_compute and end_compute (forward and backward read
 //              the weights; Bagua locks the weights over that span). A delta that arrives while busy is
 //              held back and applied by end_compute; the loop waits for that before its next round
@@ -33,15 +32,22 @@
 
 #include "core/buffer.h"
 #include "core/context.h"
+#include "core/primitives/communicator.h"
 
 namespace bagua {
 
+struct AsyncModelAveragerOptions {
+  Time interval;      // between two rounds; > 0
+  Tag data_tag{};     // carries the snapshots
+  Tag control_tag{};  // carries the flag
+};
+
 class AsyncModelAverager {
  public:
-  // `weights` must outlive the averager; `interval` > 0. `data_tag` carries the snapshots,
-  // `control_tag` the flag.
-  AsyncModelAverager(RankContext& ctx, const BufferView& weights, Time interval, Tag data_tag,
-                     Tag control_tag);
+  // `weights` (averaged in place) must outlive the averager, and so must `communicator`, which must be
+  // flat (BAGUA_CHECK otherwise).
+  AsyncModelAverager(RankContext& ctx, Communicator& communicator, const BufferView& weights,
+                     const AsyncModelAveragerOptions& options);
   AsyncModelAverager(const AsyncModelAverager&) = delete;
   AsyncModelAverager& operator=(const AsyncModelAverager&) = delete;
 
@@ -69,6 +75,7 @@ class AsyncModelAverager {
   void loop();
 
   RankContext& ctx_;
+  Communicator& communicator_;
   BufferView weights_;
   Time interval_;
   Tag data_tag_;

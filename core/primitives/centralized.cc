@@ -2,24 +2,24 @@
 
 namespace bagua {
 
-CentralizedFullPrecision::CentralizedFullPrecision(Transport& world, bool hierarchical, bool average,
-                                                   collectives::AllreduceAlgo algo)
-    : world_(world), average_(average), algo_(algo) {
-  if (hierarchical) groups_.emplace(world);
-}
+CentralizedFullPrecision::CentralizedFullPrecision(RankContext& /*ctx*/, Communicator& communicator,
+                                                   const BufferView& /*like*/,
+                                                   const CentralizedFullPrecisionOptions& options)
+    : communicator_(communicator), options_(options) {}
 
 void CentralizedFullPrecision::allreduce(const BufferView& bucket, Tag tag) {
-  if (groups_) {
-    if (average_)
-      collectives::hierarchical_allreduce_average(*groups_, bucket, tag, algo_);
+  if (collectives::HierarchicalGroups* groups = communicator_.groups()) {
+    if (options_.average)
+      collectives::hierarchical_allreduce_average(*groups, bucket, tag, options_.algo);
     else
-      collectives::hierarchical_allreduce(*groups_, bucket, ReduceOp::kSum, tag, algo_);
+      collectives::hierarchical_allreduce(*groups, bucket, ReduceOp::kSum, tag, options_.algo);
     return;
   }
-  if (average_)
-    collectives::allreduce_average(world_, bucket, tag, algo_);
+  Transport& world = communicator_.world();
+  if (options_.average)
+    collectives::allreduce_average(world, bucket, tag, options_.algo);
   else
-    collectives::allreduce(world_, bucket, ReduceOp::kSum, tag, algo_);
+    collectives::allreduce(world, bucket, ReduceOp::kSum, tag, options_.algo);
 }
 
 }  // namespace bagua

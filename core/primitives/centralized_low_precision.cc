@@ -7,10 +7,10 @@ namespace bagua {
 
 CentralizedLowPrecision::CentralizedLowPrecision(RankContext& ctx, Communicator& communicator,
                                                  const BufferView& like,
-                                                 const CompressorFactory& factory, bool average)
+                                                 const CentralizedLowPrecisionOptions& options)
     : ctx_(ctx),
       communicator_(communicator),
-      average_(average),
+      average_(options.average),
       count_(like.count()),
       parts_(communicator.inner_size()) {
   BAGUA_CHECK(like.dtype() == DType::kF32,
@@ -18,9 +18,9 @@ CentralizedLowPrecision::CentralizedLowPrecision(RankContext& ctx, Communicator&
   if (communicator_.inner() == nullptr)
     return;  // a non-leader of a hierarchical communicator: no sites
   for (int j = 0; j < parts_; ++j)
-    scatter_sites_.push_back(factory());
-  gather_site_ = factory();
-  decoder_ = factory();
+    scatter_sites_.push_back(options.factory());
+  gather_site_ = options.factory();
+  decoder_ = options.factory();
   const size_t largest = collectives::chunk_range(count_, parts_, 0).count;
   slot_bytes_ = static_cast<size_t>(decoder_->encoded_bytes(largest).count());
   const size_t total = slot_bytes_ * static_cast<size_t>(parts_);

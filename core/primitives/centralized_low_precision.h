@@ -9,8 +9,7 @@
 //               multiple of P instead — its `alignment = world size` — which costs the same order of
 //               bytes)
 //   scatter     compress chunk j of the bucket into slot j, for every j; alltoall the slots, so that
-//   slot
-//               j of the received buffer holds rank j's compressed copy of chunk r
+//               slot j of the received buffer holds rank j's compressed copy of chunk r
 //   reduce      decompress the P received copies of chunk r and average (or sum) them
 //   gather      compress the reduced chunk r once more, allgather the slots, decompress every slot j
 //               into chunk j of the bucket
@@ -35,11 +34,16 @@
 
 namespace bagua {
 
+struct CentralizedLowPrecisionOptions {
+  CompressorFactory factory;  // one compressor instance per site
+  bool average = true;        // the average over ranks, else the sum
+};
+
 class CentralizedLowPrecision {
  public:
   // One instance per bucket. `like`: a buffer of the bucket's count, in the space the bucket lives in.
   CentralizedLowPrecision(RankContext& ctx, Communicator& communicator, const BufferView& like,
-                          const CompressorFactory& factory, bool average);
+                          const CentralizedLowPrecisionOptions& options);
 
   // bucket := average (or sum) over ranks of bucket, through compressed scatter-reduce-gather.
   void allreduce(const BufferView& bucket, Tag tag);

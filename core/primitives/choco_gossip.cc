@@ -1,15 +1,19 @@
 #include "core/primitives/choco_gossip.h"
 
+#include "core/collectives/collectives.h"
 #include "core/ops.h"
 
 namespace bagua {
 
-ChocoGossip::ChocoGossip(RankContext& ctx, const BufferView& like, const CompressorFactory& factory,
-                         double gamma)
-    : ctx_(ctx), gamma_(gamma), encoder_(factory()), decoder_(factory()) {
+ChocoGossip::ChocoGossip(RankContext& ctx, Communicator& communicator, const BufferView& like,
+                         const ChocoGossipOptions& options)
+    : ctx_(ctx), communicator_(communicator), count_(like.count()), gamma_(options.gamma) {
   BAGUA_CHECK(like.dtype() == DType::kF32,
               "CHOCO gossip compresses f32 weights, got " + to_string(like.dtype()));
-  const size_t n = like.count();
+  if (communicator_.inner() == nullptr) return;  // not a host leader: no public copies
+  encoder_ = options.factory();
+  decoder_ = options.factory();
+  const size_t n = count_;
   const size_t bytes = static_cast<size_t>(decoder_->encoded_bytes(n).count());
   own_ = Buffer::like(like, DType::kF32, n);
   mix_ = Buffer::like(like, DType::kF32, n);
@@ -23,12 +27,13 @@ ChocoGossip::ChocoGossip(RankContext& ctx, const BufferView& like, const Compres
 }
 
 void ChocoGossip::step(const BufferView& weights, Tag tag) {
-  Transport& world = ctx_.transport();
+  BAGUA_CHECK_EQ(weights.count(), count_, "CHOCO gossip weights");
+  communicator_.execute(weights, /*intranode_average=*/true, /*pre=*/true, /*post=*/true, tag,
+                        [&](Transport& group) { gossip(group, weights, tag); });
+}
+
+void ChocoGossip::gossip(Transport& group, const BufferView& weights, Tag tag) {
   Clock& clock = ctx_.clock();
-  const int ranks = world.size();
-  const int rank = world.rank();
-  const size_t n = weights.count();
-  BAGUA_CHECK_EQ(n, own_.count(), "CHOCO gossip weights");
 
   // q_r := Q(x - x̂_r)
   copy(difference_, weights);
@@ -36,26 +41,18 @@ void ChocoGossip::step(const BufferView& weights, Tag tag) {
   timed_encode(clock, *encoder_, difference_, sent_);
 
   // Exchange with the ring neighbours (one neighbour when P = 2, none when P = 1).
-  const int left = (rank + ranks - 1) % ranks;
-  const int right = (rank + 1) % ranks;
-  if (ranks == 2) {
-    world.sendrecv(sent_, left, from_left_, left, tag);
-  } else if (ranks >= 3) {
-    RequestPtr requests[4] = {world.isend(sent_, left, tag), world.isend(sent_, right, tag),
-                              world.irecv(from_left_, left, tag), world.irecv(from_right_, right, tag)};
-    wait_all(requests);
-  }
+  const int neighbours = collectives::neighbour_exchange(group, sent_, from_left_, from_right_, tag);
 
   // x̂_r += D(q_r); s_r += sum_j W_rj D(q_j)
-  const double w = ranks >= 3 ? 1.0 / 3.0 : 1.0 / ranks;
+  const double w = 1.0 / (neighbours + 1);
   timed_decode(clock, *decoder_, sent_, decoded_);
   bagua::reduce(own_, decoded_, ReduceOp::kSum);
   axpy(mix_, w, decoded_);
-  if (ranks >= 2) {
+  if (neighbours >= 1) {
     timed_decode(clock, *decoder_, from_left_, decoded_);
     axpy(mix_, w, decoded_);
   }
-  if (ranks >= 3) {
+  if (neighbours == 2) {
     timed_decode(clock, *decoder_, from_right_, decoded_);
     axpy(mix_, w, decoded_);
   }

@@ -39,13 +39,15 @@ int shift_one_peer(int rank, int ranks, int64_t step) {
   return static_cast<int>((((r - n / 2 - step) % m) + m) % m);  // Rust's rem_euclid
 }
 
-DecentralizedFullPrecision::DecentralizedFullPrecision(Communicator& communicator, PeerMode mode,
-                                                       const BufferView& like, const std::string& who)
-    : communicator_(communicator), mode_(mode) {
+DecentralizedFullPrecision::DecentralizedFullPrecision(RankContext& /*ctx*/, Communicator& communicator,
+                                                       const BufferView& like,
+                                                       const DecentralizedFullPrecisionOptions& options)
+    : communicator_(communicator), mode_(options.mode) {
+  const PeerMode mode = options.mode;
   const int ranks = communicator.inner_size();
   if (mode == PeerMode::kShiftOne && ranks % 2 != 0) {
     throw ConfigError(
-        who + ": peer_selection_mode shift_one needs an even number of ranks" +
+        options.who + ": peer_selection_mode shift_one needs an even number of ranks" +
         (communicator.hierarchical() ? " (of hosts, as hierarchical is on)" : std::string()) +
         ", got " + std::to_string(ranks));
   }
@@ -81,22 +83,13 @@ void DecentralizedFullPrecision::exchange(Transport& group, const BufferView& pe
       return;
     }
     case PeerMode::kRing: {
+      // The average of the distinct members of {left, self, right}: with two ranks left = right is
+      // the other rank, received once into left_ (collectives::neighbour_exchange).
       if (ranks == 1) return;
-      const int left = (rank + ranks - 1) % ranks;
-      const int right = (rank + 1) % ranks;
-      if (ranks == 2) {  // left and right are the same rank: (self + other) / 2
-        group.sendrecv(peer_weights, left, left_, left, tag);
-        bagua::reduce(peer_weights, left_, ReduceOp::kSum);
-        scale(peer_weights, 0.5);
-        return;
-      }
-      RequestPtr requests[4] = {group.isend(peer_weights, left, tag),
-                                group.isend(peer_weights, right, tag), group.irecv(left_, left, tag),
-                                group.irecv(right_, right, tag)};
-      wait_all(requests);
+      const int neighbours = collectives::neighbour_exchange(group, peer_weights, left_, right_, tag);
       bagua::reduce(peer_weights, left_, ReduceOp::kSum);
-      bagua::reduce(peer_weights, right_, ReduceOp::kSum);
-      scale(peer_weights, 1.0 / 3.0);
+      if (neighbours == 2) bagua::reduce(peer_weights, right_, ReduceOp::kSum);
+      scale(peer_weights, 1.0 / (neighbours + 1));
       return;
     }
   }

@@ -12,8 +12,7 @@
 // Peer modes:
 //   all        peer weights = the average of every rank's weights (an allreduce average).
 //   shift_one  P must be even. Ranks are split into halves [0, P/2) and [P/2, P); at each step every
-//   rank
-//              is paired with one rank of the other half, and peer weights = (own + peer's) / 2.
+//              rank is paired with one rank of the other half, and peer weights = (own + peer's) / 2.
 //              Bagua's formula for the peer of r at step s:
 //                  r <  P/2:  peer = (s + r) mod ((P + 1) / 2) + P/2     ((P + 1) / 2 = P/2 for even P)
 //                  r >= P/2:  peer = (r - P/2 - s) mod_euclid (P/2)
@@ -34,6 +33,7 @@
 #include <vector>
 
 #include "core/buffer.h"
+#include "core/context.h"
 #include "core/primitives/communicator.h"
 
 namespace bagua {
@@ -47,12 +47,17 @@ std::vector<std::string> peer_mode_names();
 // Bagua's shift_one peer of `rank` among `ranks` (even) at communication step `step`.
 int shift_one_peer(int rank, int ranks, int64_t step);
 
+struct DecentralizedFullPrecisionOptions {
+  PeerMode mode = PeerMode::kAll;
+  std::string who = "D_FP_S";  // prefixes error messages (e.g. "decentralized")
+};
+
 class DecentralizedFullPrecision {
  public:
-  // Throws ConfigError when the inner group cannot use `mode` (shift_one with an odd count); `who`
-  // prefixes the message (e.g. "decentralized"). `like`: a buffer of the weights' count and space.
-  DecentralizedFullPrecision(Communicator& communicator, PeerMode mode, const BufferView& like,
-                             const std::string& who);
+  // Throws ConfigError when the inner group cannot use the peer mode (shift_one with an odd count).
+  // `like`: a buffer of the weights' count and space. Runs no compute of its own, so `ctx` is not kept.
+  DecentralizedFullPrecision(RankContext& ctx, Communicator& communicator, const BufferView& like,
+                             const DecentralizedFullPrecisionOptions& options);
 
   // peer_weights := the peer average of `weights` (weights are only read). One communication step.
   void average(const BufferView& weights, const BufferView& peer_weights, Tag tag);

@@ -1,18 +1,19 @@
 #include "core/primitives/decentralized_low_precision.h"
 
+#include "core/collectives/collectives.h"
 #include "core/ops.h"
 
 namespace bagua {
 
 DecentralizedLowPrecision::DecentralizedLowPrecision(RankContext& ctx, Communicator& communicator,
                                                      const BufferView& weights,
-                                                     const CompressorFactory& factory)
+                                                     const DecentralizedLowPrecisionOptions& options)
     : ctx_(ctx), communicator_(communicator), count_(weights.count()) {
   BAGUA_CHECK(weights.dtype() == DType::kF32,
               "D_LP_S compresses f32 weights, got " + to_string(weights.dtype()));
   if (communicator_.inner() == nullptr) return;  // not a host leader: no replicas
-  encoder_ = factory();
-  decoder_ = factory();
+  encoder_ = options.factory();
+  decoder_ = options.factory();
   const size_t n = count_;
   const size_t bytes = static_cast<size_t>(decoder_->encoded_bytes(n).count());
   own_ = Buffer::like(weights, DType::kF32, n);
@@ -36,8 +37,6 @@ void DecentralizedLowPrecision::step(const BufferView& weights, Tag tag) {
 }
 
 void DecentralizedLowPrecision::ring_step(Transport& group, const BufferView& weights, Tag tag) {
-  const int ranks = group.size();
-  const int rank = group.rank();
   Clock& clock = ctx_.clock();
 
   // 1. The difference, in Bagua's order of additions.
@@ -51,17 +50,16 @@ void DecentralizedLowPrecision::ring_step(Transport& group, const BufferView& we
   BufferView sent_view = sent_.view();
   BufferView left_view = from_left_.view();
   BufferView right_view = from_right_.view();
-  if (ranks == 1) {
-    left_view = sent_view;  // left, right and self are one rank
-    right_view = sent_view;
-  } else {
-    const int left = (rank + ranks - 1) % ranks;
-    const int right = (rank + 1) % ranks;
-    // Bagua posts send-left, send-right, recv-left, recv-right in one NCCL group; with P = 2 both sends
-    // go to the same rank and are matched in posting order.
-    RequestPtr requests[4] = {group.isend(sent_view, left, tag), group.isend(sent_view, right, tag),
-                              group.irecv(left_view, left, tag), group.irecv(right_view, right, tag)};
-    wait_all(requests);
+  switch (collectives::neighbour_exchange(group, sent_view, left_view, right_view, tag)) {
+    case 0:  // P = 1: left, right and self are one rank
+      left_view = sent_view;
+      right_view = sent_view;
+      break;
+    case 1:  // P = 2: left and right are the other rank, whose c arrived once
+      right_view = left_view;
+      break;
+    default:
+      break;
   }
 
   // 3. The neighbours' differences update their replicas.

@@ -23,9 +23,11 @@
 // D(c_i) by the very same float addition, so all replicas stay bit-identical across ranks (addition is
 // commutative in IEEE arithmetic); after a step the weights equal the public weights.
 //
-// Small rings. P = 2: left and right are the same rank, which Bagua's op sends c to twice (and receives
-// twice from); both replicas are replicas of the other rank, so the mixing weights are 1/3 self and
-// 2/3 other (still doubly stochastic). P = 1: left, right and self coincide; c is "received" from
+// Small rings. P = 2: left and right are the same rank, the other. Bagua's op sends c to it twice (and
+// receives twice from it); here c travels once each way (collectives::neighbour_exchange's convention
+// for two ranks) and the one c received stands for both, so the result is Bagua's: both replicas are
+// replicas of the other rank, and the mixing weights are 1/3 self and 2/3 other (still doubly
+// stochastic). P = 1: left, right and self coincide; c is "received" from
 // oneself without the transport, and x := D(c) + own is a no-op up to compression.
 //
 // Hierarchical: intra-host reduce with average onto the host leader (in place: the buffer of other
@@ -45,11 +47,15 @@
 
 namespace bagua {
 
+struct DecentralizedLowPrecisionOptions {
+  CompressorFactory factory;  // one instance encodes, one decodes
+};
+
 class DecentralizedLowPrecision {
  public:
   // One instance per bucket; the replicas start as copies of `weights`.
   DecentralizedLowPrecision(RankContext& ctx, Communicator& communicator, const BufferView& weights,
-                            const CompressorFactory& factory);
+                            const DecentralizedLowPrecisionOptions& options);
 
   // One communication step on `weights` (the bucket given at construction, or one of its size).
   void step(const BufferView& weights, Tag tag);

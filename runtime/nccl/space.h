@@ -3,12 +3,10 @@
 //
 // Terms:
 //   device         the CUDA device (ordinal) whose memory the space hands out; every call first makes
-//   it
-//                  the calling thread's current device, so any thread (a stream's, say) may use the
+//                  it the calling thread's current device, so any thread (a stream's, say) may use the
 //                  space
 //   caller stream  cudaStreamPerThread: each host thread's own CUDA stream. Every operation is enqueued
-//   on
-//                  the calling thread's stream and waited for before it returns, so operations are
+//                  on the calling thread's stream and waited for before it returns, so operations are
 //                  synchronous from the caller's point of view and need no ordering with anything else
 //                  (a transport's streams included): whatever the host did before, the device has done.
 //   pool           device memory comes from the device's stream-ordered allocator (cudaMallocAsync /

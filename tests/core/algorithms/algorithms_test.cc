@@ -2,12 +2,14 @@
 // exactness of the algorithms that are plain large-batch SGD (or Adam) in disguise.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <set>
 
 #include "core/algorithms/async_model_average.h"
 #include "core/algorithms/decentralized.h"
+#include "core/compress/identity.h"
 #include "tests/core/algorithms/harness.h"
 
 namespace bagua {
@@ -110,6 +112,48 @@ TEST(Registry, CompressorParametersArePrefixedAndReachTheCompressor) {
             (std::vector<std::string>{"minmax_uint8", "sign"}));
 }
 
+// A compressor that only a test registers: identity's encoding, counting its encodes in `encodes`.
+class CountingCompressor final : public Compressor {
+ public:
+  explicit CountingCompressor(std::atomic<int64_t>& encodes) : encodes_(encodes) {}
+  std::string name() const override { return "counting"; }
+  Bytes encoded_bytes(size_t n) const override { return inner_.encoded_bytes(n); }
+  void encode(const BufferView& in, const BufferView& out) override {
+    ++encodes_;
+    inner_.encode(in, out);
+  }
+  void decode(const BufferView& in, const BufferView& out) override { inner_.decode(in, out); }
+
+ private:
+  std::atomic<int64_t>& encodes_;
+  IdentityCompressor inner_;
+};
+
+TEST(Registry, ACompressorRegisteredBesideTheBuiltInOnesReachesTheAlgorithms) {
+  // The algorithms' `compressor` parameters are declared from the components' one compressor
+  // registry: a compressor added there is a valid choice, its parameters are declared prefixed, and
+  // the algorithm really compresses with it.
+  std::atomic<int64_t> encodes{0};
+  Registries reg([&](CompressorRegistry& c) {
+    c.add("counting", "identity, counting its encodes",
+          ParamSchema{}.add_int("unused", 3, "a parameter, to see it prefixed", 0),
+          [&](const Params&) { return std::make_unique<CountingCompressor>(encodes); });
+  });
+  for (const char* algorithm : {"bytegrad", "low_precision_decentralized", "choco_sgd"}) {
+    const ParamSchema& schema = reg.algorithms.at(algorithm).schema;
+    EXPECT_FALSE(schema.validate("compressor", std::string("counting")).has_value()) << algorithm;
+    ASSERT_NE(schema.find("counting_unused"), nullptr) << algorithm;
+    EXPECT_EQ(std::get<int64_t>(schema.find("counting_unused")->default_value), 3) << algorithm;
+    encodes = 0;
+    RunSpec spec;
+    spec.algorithm = algorithm;
+    spec.params = {{"compressor", std::string("counting")}};
+    spec.ranks = 2;
+    EXPECT_EQ(run_and_check(Backend::kSim, reg, spec), "") << algorithm;
+    EXPECT_GT(encodes.load(), 0) << algorithm << " did not compress with the registered compressor";
+  }
+}
+
 TEST(Algorithms, EveryRegisteredAlgorithmRunsWithItsDefaults) {
   Registries reg;
   for (const auto* e : reg.algorithms.entries()) {
@@ -162,6 +206,7 @@ TEST(Algorithms, NonDefaultVariantsRunOrRejectTheWorldClearly) {
       {"async_model_average", {{"warmup_steps", int64_t{1}}, {"sync_interval_ms", int64_t{1}}}},
       {"local_sgd", {{"period", int64_t{2}}, {"hierarchical", true}}},
       {"choco_sgd", {{"compressor", std::string("topk")}, {"topk_ratio", 0.5}, {"gamma", 0.2}}},
+      {"choco_sgd", {{"hierarchical", true}}},
   };
   for (const Variant& v : variants)
     for (Backend backend : testing::all_backends())
@@ -253,8 +298,8 @@ TEST(Exactness, DecentralizedAllAveragesToLargeBatchSgd) {
               << describe(backend, spec) << ", element " << i;
         }
         // And each rank's offset from the average, d = w_r - avg(w), obeys
-        //   d_{k+1} = -lr d_k + lr (t_r - tbar),  d_0 = 0   =>   d_K = (t_r - tbar) lr (1 - (-lr)^K) /
-        //   (1 + lr)
+        //   d_{k+1} = -lr d_k + lr (t_r - tbar),  d_0 = 0
+        //     =>   d_K = (t_r - tbar) lr (1 - (-lr)^K) / (1 + lr)
         // (the average is taken before the step, the gradient at the rank's own weights).
         const double lr = spec.lr;
         const double offset = lr * (1.0 - std::pow(-lr, 5.0)) / (1.0 + lr);
@@ -331,6 +376,36 @@ TEST(Exactness, QAdamCompressedPhaseKeepsEveryRankOnTheSameWeights) {
                 0)
           << compressor << ": rank " << rank << " differs from rank 0";
   }
+}
+
+TEST(Exactness, HierarchicalChocoOnThreeHostsIsLargeBatchSgd) {
+  // Identity compression, gamma 1: a CHOCO step sets x := sum_j W_rj x_j over the leaders' ring
+  // (core/primitives/choco_gossip.h). 3 hosts of 2 ranks: each leader starts from its host's average,
+  // and W on a ring of 3 is 1/3 everywhere, so every rank leaves with the average over all 6 ranks of
+  // the stepped weights; the ranks start equal and the gradient is linear, so the weights follow
+  // large-batch SGD over 6 ranks exactly. Flat, the ring of 6 is not complete: the ranks disagree.
+  Registries reg;
+  for (Backend backend : testing::all_backends())
+    for (bool hierarchical : {true, false}) {
+      RunSpec spec;
+      spec.algorithm = "choco_sgd";
+      spec.params = {
+          {"compressor", std::string("identity")}, {"gamma", 1.0}, {"hierarchical", hierarchical}};
+      spec.ranks = 6;
+      spec.per_host = 2;
+      spec.iterations = 5;
+      RunResult r = run_algorithm(backend, reg, spec);
+      double largest_error = 0;
+      for (int rank = 0; rank < 6; ++rank)
+        for (size_t i = 0; i < 16; ++i)
+          largest_error = std::max(largest_error, std::abs(r.weights[static_cast<size_t>(rank)][i] -
+                                                           large_batch_sgd(6, i, spec.lr, 5)));
+      if (hierarchical) {
+        EXPECT_LT(largest_error, 1e-5) << describe(backend, spec);
+      } else {
+        EXPECT_GT(largest_error, 1e-3) << describe(backend, spec);
+      }
+    }
 }
 
 TEST(Exactness, LocalSgdAgreesAfterEveryPeriod) {

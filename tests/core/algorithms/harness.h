@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -96,10 +97,13 @@ class WeightsProbe final : public ForwardingAlgorithm {
 };
 
 struct Registries {
-  Registries() {
+  // `more_compressors` registers extra compressors beside the built-in ones, before the algorithms,
+  // as a component would.
+  explicit Registries(const std::function<void(CompressorRegistry&)>& more_compressors = {}) {
     register_compressors(compressors);
+    if (more_compressors) more_compressors(compressors);
     register_optimizers(optimizers);
-    register_algorithms(algorithms);
+    register_algorithms(algorithms, compressors);
   }
   CompressorRegistry compressors{"compressor"};
   OptimizerRegistry optimizers{"optimizer"};

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -341,6 +342,37 @@ TEST_P(Collectives, AlltoallDeliversChunkIOfRankJToChunkJOfRankI) {
     const Buffer a = Buffer::host(DType::kF32, p);
     const Buffer b = Buffer::host(DType::kF64, p);
     EXPECT_THROW(alltoall(t, a, b, 16), ConfigError);
+  });
+}
+
+TEST_P(Collectives, NeighbourExchangeDeliversEachNeighboursData) {
+  // Rank r sends r * 1000 + e. P >= 3: from_left holds rank r - 1's data, from_right rank r + 1's.
+  // P = 2: from_left holds the other rank's, from_right keeps its -1s. P = 1: both keep their -1s.
+  run([&](RankContext& ctx) {
+    Transport& t = ctx.transport();
+    const int p = t.size();
+    const int r = t.rank();
+    for (size_t count : {size_t{0}, size_t{1}, size_t{999}}) {
+      const Buffer data = Buffer::host(DType::kF32, count);
+      const Buffer from_left = Buffer::host(DType::kF32, count);
+      const Buffer from_right = Buffer::host(DType::kF32, count);
+      for (size_t e = 0; e < count; ++e)
+        testing::set_element(data, e, r * 1000.0 + static_cast<double>(e));
+      fill(from_left, -1);
+      fill(from_right, -1);
+      const int neighbours = neighbour_exchange(t, data, from_left, from_right, 17);
+      EXPECT_EQ(neighbours, std::min(p - 1, 2)) << "rank " << r << " of " << p;
+      const int left = mod(r - 1, p);
+      const int right = mod(r + 1, p);
+      expect_elements(
+          from_left, 0, count,
+          [&](size_t e) { return p == 1 ? -1.0 : left * 1000.0 + static_cast<double>(e); }, r,
+          describe("neighbour_exchange from_left", DType::kF32, count, ""));
+      expect_elements(
+          from_right, 0, count,
+          [&](size_t e) { return p <= 2 ? -1.0 : right * 1000.0 + static_cast<double>(e); }, r,
+          describe("neighbour_exchange from_right", DType::kF32, count, ""));
+    }
   });
 }
 

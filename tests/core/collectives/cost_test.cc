@@ -65,6 +65,11 @@ TEST(Catalogue, WorkedExamples) {
   EXPECT_EQ(broadcast_cost(BroadcastAlgo::kChain, 4, Bytes(3000), 3), (WireCost{5, Bytes(3000)}));
   // Alltoall, P = 4, S = 4096 B: 3 steps of 1024 B.
   EXPECT_EQ(alltoall_cost(4, Bytes(4096)), (WireCost{3, Bytes(3072)}));
+  // Neighbour exchange, S = 1000 B: P = 5 sends 1000 B left (step 1), then right (step 2); P = 2
+  // sends it once to the one other rank; P = 1 sends nothing.
+  EXPECT_EQ(neighbour_exchange_cost(5, Bytes(1000)), (WireCost{2, Bytes(2000)}));
+  EXPECT_EQ(neighbour_exchange_cost(2, Bytes(1000)), (WireCost{1, Bytes(1000)}));
+  EXPECT_EQ(neighbour_exchange_cost(1, Bytes(1000)), (WireCost{}));
   // Hierarchical allreduce, 4 hosts of 2, S = 4096 B: reduce 1 + ring 6 + broadcast 1 = 8 steps; a
   // leader sends the ring's 6 * 1024 B and the whole buffer to its host peer: 10240 B.
   EXPECT_EQ(hierarchical_allreduce_cost(4, 2, Bytes(4096)), (WireCost{8, Bytes(10240)}));
@@ -139,6 +144,12 @@ TEST_P(FlatCatalogue, MeasuredStepsAndBytesMatchTheClosedForms) {
   check("alltoall", alltoall_cost(ranks, size), [&](Transport& t) {
     const Buffer recv = Buffer::meta(DType::kF32, count);
     alltoall(t, data, recv, 1);
+  });
+  check("neighbour_exchange", neighbour_exchange_cost(ranks, size), [&](Transport& t) {
+    const Buffer from_left = Buffer::meta(DType::kF32, count);
+    const Buffer from_right = Buffer::meta(DType::kF32, count);
+    const int neighbours = neighbour_exchange(t, data, from_left, from_right, 1);
+    EXPECT_EQ(neighbours, std::min(ranks - 1, 2)) << "distinct neighbours on " << ranks << " ranks";
   });
 }
 

@@ -39,7 +39,8 @@ TEST(AsyncModelAverage, WithoutLocalUpdatesTheWeightsBecomeTheAverage) {
         const int rank = ctx.transport().rank();
         Buffer weights = input_buffer(rank, n);
         std::unique_ptr<Stream> comm = ctx.make_stream("communication");
-        AsyncModelAverager averager(ctx, weights, Time::ms(1), kData, kControl);
+        Communicator communicator(ctx.transport(), false);
+        AsyncModelAverager averager(ctx, communicator, weights, {Time::ms(1), kData, kControl});
         averager.start(*comm);
         wait_until(ctx, [&] { return averager.rounds() >= 2; });
         averager.stop();
@@ -66,7 +67,8 @@ TEST(AsyncModelAverage, AnAverageArrivingDuringComputeIsHeldBackAndKeepsLocalPro
       const int rank = ctx.transport().rank();
       Buffer weights = input_buffer(rank, n);
       std::unique_ptr<Stream> comm = ctx.make_stream("communication");
-      AsyncModelAverager averager(ctx, weights, Time::ms(1), kData, kControl);
+      Communicator communicator(ctx.transport(), false);
+      AsyncModelAverager averager(ctx, communicator, weights, {Time::ms(1), kData, kControl});
       averager.begin_compute();
       averager.start(*comm);
       wait_until(ctx, [&] { return averager.rounds() >= 1; });
@@ -100,7 +102,8 @@ TEST(AsyncModelAverage, RanksStoppingAtDifferentTimesLeaveTogether) {
     const int rank = ctx.transport().rank();
     Buffer weights = input_buffer(rank, 4);
     std::unique_ptr<Stream> comm = ctx.make_stream("communication");
-    AsyncModelAverager averager(ctx, weights, Time::ms(1), kData, kControl);
+    Communicator communicator(ctx.transport(), false);
+    AsyncModelAverager averager(ctx, communicator, weights, {Time::ms(1), kData, kControl});
     averager.start(*comm);
     if (rank != 0) ctx.clock().sleep(Time::ms(20));
     averager.stop();
@@ -115,7 +118,8 @@ TEST(AsyncModelAverage, RanksStoppingAtDifferentTimesLeaveTogether) {
 TEST(AsyncModelAverage, NeverStartedStopsAtOnce) {
   testing::run_ranks(Backend::kThreads, 2, [&](RankContext& ctx) {
     Buffer weights = input_buffer(0, 4);
-    AsyncModelAverager averager(ctx, weights, Time::ms(1), kData, kControl);
+    Communicator communicator(ctx.transport(), false);
+    AsyncModelAverager averager(ctx, communicator, weights, {Time::ms(1), kData, kControl});
     averager.stop();
     EXPECT_EQ(averager.rounds(), 0);
   });
@@ -135,7 +139,8 @@ TEST(ChocoGossip, IdentityWithUnitStepIsExactRingAveraging) {
       testing::run_ranks(backend, ranks, [&](RankContext& ctx) {
         const int rank = ctx.transport().rank();
         Buffer weights = input_buffer(rank, n);
-        ChocoGossip gossip(ctx, weights, factory, 1.0);
+        Communicator communicator(ctx.transport(), false);
+        ChocoGossip gossip(ctx, communicator, weights, {factory, 1.0});
         gossip.step(weights, 5);
         results.set(rank, weights);
       });
@@ -168,7 +173,8 @@ TEST(ChocoGossip, CompressedGossipKeepsTheMeanAndReachesConsensus) {
   testing::run_ranks(Backend::kSim, ranks, [&](RankContext& ctx) {
     const int rank = ctx.transport().rank();
     Buffer weights = input_buffer(rank, n);
-    ChocoGossip gossip(ctx, weights, factory, 0.3);
+    Communicator communicator(ctx.transport(), false);
+    ChocoGossip gossip(ctx, communicator, weights, {factory, 0.3});
     for (int step = 0; step < 300; ++step)
       gossip.step(weights, 5);
     results.set(rank, weights);
@@ -185,6 +191,92 @@ TEST(ChocoGossip, CompressedGossipKeepsTheMeanAndReachesConsensus) {
     initial_spread = std::max(initial_spread, hi0 - lo0);
     final_spread = std::max(final_spread, hi - lo);
   }
+  EXPECT_LT(final_spread, 1e-3 * initial_spread);
+}
+
+// Hierarchical CHOCO gossip: each host is one node of the leaders' ring.
+Results run_hierarchical_choco(Backend backend, int hosts, int per_host, size_t n,
+                               const CompressorFactory& factory, double gamma, int steps) {
+  const int ranks = hosts * per_host;
+  Results results(ranks);
+  testing::run_ranks(
+      backend, ranks,
+      [&](RankContext& ctx) {
+        const int rank = ctx.transport().rank();
+        Buffer weights = input_buffer(rank, n);
+        Communicator communicator(ctx.transport(), true);
+        ChocoGossip gossip(ctx, communicator, weights, {factory, gamma});
+        for (int step = 0; step < steps; ++step)
+          gossip.step(weights, 5);
+        results.set(rank, weights);
+      },
+      per_host);
+  return results;
+}
+
+// The average over host h's ranks (ranks numbered host by host) of input(rank, i).
+double host_average(int h, int per_host, size_t i) {
+  double sum = 0;
+  for (int k = 0; k < per_host; ++k)
+    sum += input(h * per_host + k, i);
+  return sum / per_host;
+}
+
+TEST(ChocoGossip, HierarchicalIdentityWithUnitStepAveragesHostAveragesOverTheHostRing) {
+  // 4 hosts of 2: the leader of host h starts from a_h = (x_{2h} + x_{2h+1}) / 2; identity, gamma 1:
+  // a_h := (a_{h-1} + a_h + a_{h+1}) / 3 (mod 4), broadcast to both ranks of the host. 2 hosts of 3:
+  // the leaders' ring has two nodes, so every rank ends with (a_0 + a_1) / 2.
+  const CompressorRegistry registry = testing::compressor_registry();
+  const CompressorFactory factory = compressor_factory(registry, "identity", Params(), false);
+  const size_t n = 7;
+  for (Backend backend : testing::all_backends()) {
+    Results four = run_hierarchical_choco(backend, 4, 2, n, factory, 1.0, 1);
+    for (int rank = 0; rank < 8; ++rank) {
+      const int h = rank / 2;
+      for (size_t i = 0; i < n; ++i) {
+        const double expected = (host_average((h + 3) % 4, 2, i) + host_average(h, 2, i) +
+                                 host_average((h + 1) % 4, 2, i)) /
+                                3;
+        ASSERT_NEAR(four[rank][i], expected, 1e-5) << where(backend, 8) << ", rank " << rank;
+      }
+    }
+    Results two = run_hierarchical_choco(backend, 2, 3, n, factory, 1.0, 1);
+    for (int rank = 0; rank < 6; ++rank)
+      for (size_t i = 0; i < n; ++i)
+        ASSERT_NEAR(two[rank][i], (host_average(0, 3, i) + host_average(1, 3, i)) / 2, 1e-5)
+            << where(backend, 6) << ", rank " << rank;
+  }
+}
+
+TEST(ChocoGossip, HierarchicalCompressedGossipKeepsTheMeanAndReachesConsensus) {
+  // 5 hosts of 2, top-50% and gamma = 0.3, as the flat test: the leaders' gossip keeps the mean of the
+  // host averages, which is the mean of all ten inputs, and brings every host to it; the ranks of a
+  // host hold the same weights after every step (the intra-host broadcast).
+  const CompressorRegistry registry = testing::compressor_registry();
+  Params p;
+  p.set("ratio", 0.5);
+  const CompressorFactory factory = compressor_factory(registry, "topk", p, false);
+  const size_t n = 16;
+  const int ranks = 10;
+  Results results = run_hierarchical_choco(Backend::kSim, 5, 2, n, factory, 0.3, 300);
+  double initial_spread = 0, final_spread = 0;
+  for (size_t i = 0; i < n; ++i) {
+    double mean = 0, lo = 1e30, hi = -1e30, lo0 = 1e30, hi0 = -1e30;
+    for (int r = 0; r < ranks; ++r) {
+      mean += results[r][i] / ranks;
+      lo = std::min<double>(lo, results[r][i]), hi = std::max<double>(hi, results[r][i]);
+      EXPECT_EQ(results[r][i], results[r - r % 2][i])
+          << "rank " << r << " and its leader, element " << i;
+    }
+    for (int h = 0; h < 5; ++h) {
+      lo0 = std::min(lo0, host_average(h, 2, i));
+      hi0 = std::max(hi0, host_average(h, 2, i));
+    }
+    EXPECT_NEAR(mean, average_input(ranks, i), 1e-4) << "element " << i;
+    initial_spread = std::max(initial_spread, hi0 - lo0);
+    final_spread = std::max(final_spread, hi - lo);
+  }
+  EXPECT_GT(initial_spread, 0);
   EXPECT_LT(final_spread, 1e-3 * initial_spread);
 }
 

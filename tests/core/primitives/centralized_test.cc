@@ -35,7 +35,8 @@ Results run_low_precision(Backend backend, int ranks, int per_host, size_t n, co
         const int rank = ctx.transport().rank();
         Buffer bucket = input_buffer(rank, n);
         Communicator communicator(ctx.transport(), hierarchical);
-        CentralizedLowPrecision primitive(ctx, communicator, bucket, factory, average);
+        CentralizedLowPrecision primitive(ctx, communicator, bucket,
+                                          CentralizedLowPrecisionOptions{factory, average});
         primitive.allreduce(bucket, kTag);
         results.set(rank, bucket);
       },
@@ -134,8 +135,10 @@ TEST(CentralizedFullPrecision, HierarchicalEqualsFlat) {
           [&](RankContext& ctx) {
             const int rank = ctx.transport().rank();
             Buffer a = input_buffer(rank, n), b = input_buffer(rank, n);
-            CentralizedFullPrecision(ctx.transport(), false, true).allreduce(a, kTag);
-            CentralizedFullPrecision(ctx.transport(), true, true).allreduce(b, kTag + 1);
+            Communicator flat_communicator(ctx.transport(), false);
+            Communicator hier_communicator(ctx.transport(), true);
+            CentralizedFullPrecision(ctx, flat_communicator, a, {}).allreduce(a, kTag);
+            CentralizedFullPrecision(ctx, hier_communicator, b, {}).allreduce(b, kTag + 1);
             flat.set(rank, a);
             hier.set(rank, b);
           },
@@ -158,7 +161,8 @@ TEST(CentralizedLowPrecision, MetaBucketsSendEveryByteAndComputeNothing) {
   testing::run_ranks(Backend::kSim, 2, [&](RankContext& ctx) {
     Buffer bucket = Buffer::meta(DType::kF32, 1000);
     Communicator communicator(ctx.transport(), false);
-    CentralizedLowPrecision primitive(ctx, communicator, bucket, factory, true);
+    CentralizedLowPrecision primitive(ctx, communicator, bucket,
+                                      CentralizedLowPrecisionOptions{factory, true});
     EXPECT_EQ(primitive.slot_bytes(), 2000u);  // 500 f32 elements
     const Time before = ctx.clock().now();
     primitive.allreduce(bucket, kTag);

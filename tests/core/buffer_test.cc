@@ -1,0 +1,124 @@
+// core/buffer.h and core/ops.h: dtype sizes and names, materialized and meta buffers, slicing,
+// reinterpreting, typed access, and the element-wise operations (no-ops on meta buffers, which still
+// report their byte size).
+#include "core/buffer.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+#include "core/check.h"
+#include "core/ops.h"
+
+namespace bagua {
+namespace {
+
+TEST(DType, SizesAndNames) {
+  EXPECT_EQ(size_of(DType::kF32), 4u);
+  EXPECT_EQ(size_of(DType::kF64), 8u);
+  EXPECT_EQ(size_of(DType::kF16), 2u);
+  EXPECT_EQ(size_of(DType::kBF16), 2u);
+  EXPECT_EQ(size_of(DType::kU8), 1u);
+  EXPECT_EQ(size_of(DType::kI32), 4u);
+  EXPECT_EQ(size_of(DType::kI64), 8u);
+  EXPECT_EQ(to_string(DType::kF32), "f32");
+  EXPECT_EQ(to_string(DType::kBF16), "bf16");
+  EXPECT_EQ(to_string(DType::kI64), "i64");
+  EXPECT_EQ(dtype_of<float>(), DType::kF32);
+  EXPECT_EQ(dtype_of<int32_t>(), DType::kI32);
+  EXPECT_EQ(to_string(Memory::kMeta), "meta");
+  EXPECT_EQ(to_string(ReduceOp::kMax), "max");
+}
+
+TEST(Buffer, HostBuffersHoldTheirElements) {
+  const Buffer b = Buffer::host(DType::kF64, 5);
+  EXPECT_EQ(b.count(), 5u);
+  EXPECT_EQ(b.dtype(), DType::kF64);
+  EXPECT_EQ(b.bytes(), Bytes(40));
+  EXPECT_FALSE(b.is_meta());
+  EXPECT_TRUE(b.view().is_host());
+  fill(b, 2.5);
+  for (double v : b.as<double>())
+    EXPECT_EQ(v, 2.5);
+  // Typed access checks the dtype.
+  EXPECT_THROW(b.as<float>(), InternalError);
+}
+
+TEST(Buffer, MetaBuffersHaveASizeAndNoStorage) {
+  const Buffer m = Buffer::meta(DType::kF32, 1 << 20);
+  EXPECT_TRUE(m.is_meta());
+  EXPECT_EQ(m.bytes(), Bytes(4 << 20));
+  EXPECT_EQ(m.view().data(), nullptr);
+  // Every data operation is a no-op, and typed access is refused.
+  fill(m, 1.0);
+  scale(m, 2.0);
+  axpy(m, 1.0, m);
+  reduce(m, m, ReduceOp::kSum);
+  EXPECT_THROW(m.as<float>(), InternalError);
+  // A buffer made like a meta one is meta; its slices are meta.
+  const Buffer like = Buffer::like(m, DType::kU8, 10);
+  EXPECT_TRUE(like.is_meta());
+  EXPECT_EQ(like.bytes(), Bytes(10));
+  EXPECT_TRUE(m.view().slice(10, 5).is_meta());
+}
+
+TEST(BufferView, SliceSeesTheSameElements) {
+  const Buffer b = Buffer::host(DType::kI32, 10);
+  auto all = b.as<int32_t>();
+  for (int i = 0; i < 10; ++i)
+    all[static_cast<size_t>(i)] = i;
+  const BufferView s = b.view().slice(3, 4);
+  EXPECT_EQ(s.count(), 4u);
+  EXPECT_EQ(s.bytes(), Bytes(16));
+  EXPECT_EQ(s.as<int32_t>()[0], 3);
+  EXPECT_EQ(s.as<int32_t>()[3], 6);
+  fill(s, -1);  // writes through to the buffer, elements 3..6 only
+  EXPECT_EQ(all[2], 2);
+  EXPECT_EQ(all[3], -1);
+  EXPECT_EQ(all[6], -1);
+  EXPECT_EQ(all[7], 7);
+  // Empty slices at either end are valid; past the end is not.
+  EXPECT_EQ(b.view().slice(10, 0).count(), 0u);
+  EXPECT_EQ(b.view().slice(0, 0).count(), 0u);
+  EXPECT_THROW(b.view().slice(8, 3), InternalError);
+  EXPECT_THROW(b.view().slice(11, 0), InternalError);
+}
+
+TEST(BufferView, ReinterpretKeepsTheBytes) {
+  const Buffer b = Buffer::host(DType::kF32, 3);
+  const BufferView bytes = b.view().reinterpret(DType::kU8);
+  EXPECT_EQ(bytes.count(), 12u);
+  EXPECT_EQ(bytes.data(), b.view().data());
+  EXPECT_EQ(b.view().reinterpret(DType::kF16).count(), 6u);
+  EXPECT_THROW(b.view().reinterpret(DType::kF64), InternalError);  // 12 bytes are not whole f64s
+}
+
+TEST(Ops, ElementWiseArithmetic) {
+  const Buffer x = Buffer::host(DType::kF32, 4);
+  const Buffer y = Buffer::host(DType::kF32, 4);
+  auto xs = x.as<float>(), ys = y.as<float>();
+  for (size_t i = 0; i < 4; ++i) {
+    xs[i] = static_cast<float>(i);       // 0 1 2 3
+    ys[i] = static_cast<float>(10 - i);  // 10 9 8 7
+  }
+  axpy(y, 0.5, x);  // y := y + 0.5 x = 10 9.5 9 8.5
+  EXPECT_EQ(ys[0], 10.0f);
+  EXPECT_EQ(ys[3], 8.5f);
+  scale(x, 2.0);  // 0 2 4 6
+  EXPECT_EQ(xs[3], 6.0f);
+  reduce(y, x, ReduceOp::kMin);  // min(10 9.5 9 8.5, 0 2 4 6)
+  EXPECT_EQ(ys[0], 0.0f);
+  EXPECT_EQ(ys[3], 6.0f);
+  reduce(y, x, ReduceOp::kSum);  // 0 4 8 12
+  EXPECT_EQ(ys[3], 12.0f);
+  copy(x, y);
+  EXPECT_EQ(xs[2], 8.0f);
+  // Shapes must agree.
+  const Buffer other = Buffer::host(DType::kF64, 4);
+  const Buffer shorter = Buffer::host(DType::kF32, 3);
+  EXPECT_THROW(reduce(x, other, ReduceOp::kSum), InternalError);
+  EXPECT_THROW(reduce(x, shorter, ReduceOp::kSum), InternalError);
+}
+
+}  // namespace
+}  // namespace bagua
