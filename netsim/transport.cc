@@ -133,7 +133,7 @@ std::shared_ptr<Message> Mailbox::post_send(const MatchKey& key, const BufferVie
       const bool same_host = world_.topology.host_of(key.src) == world_.topology.host_of(key.dst);
       const Bytes limit = same_host ? transport.eager_limit_intra_host : transport.eager_limit;
       if (m->bytes <= limit.count())
-        m->send_done = true;  // eager: buffered at once
+        buffered(*m);  // eager
       else
         m->rendezvous = true;
       break;
@@ -146,7 +146,7 @@ std::shared_ptr<Message> Mailbox::post_send(const MatchKey& key, const BufferVie
       }
       ++credits.in_use;
       m->holds_slot = true;
-      if (m->bytes <= transport.slot_bytes.count()) m->send_done = true;  // buffered in its slot
+      if (m->bytes <= transport.slot_bytes.count()) buffered(*m);  // in its slot
       break;
     }
   }
@@ -266,7 +266,7 @@ void Mailbox::complete_receive(Message& m) {
   ++credits.in_use;
   next->holds_slot = true;
   if (next->bytes <= world_.spec.transport.slot_bytes.count()) {
-    next->send_done = true;
+    buffered(*next);
     next->waiters.wake_all(world_.fibers);
   }
   inject(next);
@@ -340,14 +340,31 @@ void Mailbox::arrive(Message& m) {
     }
   }
   if (m.receive) {
-    copy_payload(m.receive->data, m.data);
+    if (m.stashed) {  // buffered when its send completed
+      copy_payload(m.receive->data,
+                   BufferView(m.stash.data(), m.stash.size(), DType::kU8, &host_space()));
+      m.stash = {};
+    } else {
+      copy_payload(m.receive->data, m.data);
+    }
     take(m);
-  } else if (moves_data(m.data)) {
-    m.stash.resize(static_cast<size_t>(m.bytes));
-    copy_payload(BufferView(m.stash.data(), m.stash.size(), DType::kU8, &host_space()), m.data);
-    m.stashed = true;
+  } else if (!m.stashed) {
+    stash(m);
   }
   m.waiters.wake_all(world_.fibers);
+}
+
+void Mailbox::stash(Message& m) {
+  if (!moves_data(m.data)) return;
+  m.stash.resize(static_cast<size_t>(m.bytes));
+  copy_payload(BufferView(m.stash.data(), m.stash.size(), DType::kU8, &host_space()), m.data);
+  m.stashed = true;
+}
+
+void Mailbox::buffered(Message& m) {
+  // The sender may reuse its buffer once the send has completed: the payload is copied now.
+  stash(m);
+  m.send_done = true;
 }
 
 bool Mailbox::done(const Message& m) {

@@ -22,10 +22,11 @@
 //              request-to-send) is o after its injection began; one rank begins injections at least
 //              max(o, g) apart, in isend order (a message waiting for a slot is injected once it has
 //              one)
-//   stash      a copy of the payload taken at arrival when no receive is posted yet, copied into the
-//              receive buffer when it is posted. A matched receive gets the payload straight from the
-//              send buffer at arrival (the sender may not touch it before its send completes, as in
-//              MPI)
+//   stash      a copy of the payload taken when the send completes before the arrival (buffered), or
+//              else at arrival when no receive is posted yet; copied into the receive buffer at
+//              arrival or when the receive is posted. Otherwise a matched receive gets the payload
+//              straight from the send buffer at arrival (the sender may not touch it before its send
+//              completes, as in MPI)
 //
 // Meta buffers move no data and cost their full size. A receive must be exactly as large as the send it
 // matches. A rank sending to itself completes at once (a local copy, no network).
@@ -105,6 +106,11 @@ class Mailbox {
   void request_arrived(const std::shared_ptr<Message>& m);
   void clear_to_send(const std::shared_ptr<Message>& m);
   void start_flow(const std::shared_ptr<Message>& m);
+  // Copies the payload of `m` into its stash (nothing for meta buffers).
+  static void stash(Message& m);
+  // The send of `m` completes before its arrival (eager, or in a credit slot): its payload is
+  // stashed, since the sender may now reuse the buffer.
+  void buffered(Message& m);
   // The matched receive of `m` (arrived) is taken, after the receiver's overhead.
   void take(Message& m);
   void complete_receive(Message& m);

@@ -98,6 +98,32 @@ TEST(TransportModel, WithinAHostTheSharedMemoryEagerLimitApplies) {
   EXPECT_EQ(inter.received, Time::ns(1000 + 8192));
 }
 
+TEST(TransportModel, ABufferedSendMayReuseItsBufferAtOnce) {
+  // Eager (mpi) and in a slot (nccl), the 12-byte send completes at 0, before its bytes land at
+  // 1012 ns; the sender then overwrites its buffer. The receiver, posted at 0 or at 10 us, gets the
+  // values as they were when the send completed.
+  for (const TransportModel& model : {TransportModel::mpi(), TransportModel::nccl()}) {
+    for (Time posted : {Time::zero(), Time::us(10)}) {
+      ClusterSpec spec = hosts_spec(2);
+      spec.transport = model;
+      std::vector<float> sent = {1, 2, 3};
+      std::vector<float> received(3, 0);
+      Simulation(spec).run([&](RankContext& ctx) {
+        Transport& t = ctx.transport();
+        if (t.rank() == 0) {
+          t.send(BufferView(sent.data(), sent.size(), DType::kF32, &host_space()), 1, 0);
+          EXPECT_EQ(ctx.clock().now(), Time::zero());
+          sent = {7, 8, 9};
+        } else {
+          ctx.clock().sleep(posted);
+          t.recv(BufferView(received.data(), received.size(), DType::kF32, &host_space()), 0, 0);
+        }
+      });
+      EXPECT_EQ(received, (std::vector<float>{1, 2, 3})) << to_string(model.completion);
+    }
+  }
+}
+
 // Rank 0 isends three 1000-byte messages to rank 1 back to back (one tag) and waits for each in turn;
 // rank 1 sleeps `receive_posted`, then irecvs three and waits for each in turn.
 struct ThreeSends {
