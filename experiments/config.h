@@ -47,8 +47,8 @@
 //                  "host_bandwidth_ceiling" a bandwidth or "inf" (default): the most one host's
 //                  inter-host flows may move out (and, apart, in) together, "message_overhead" and
 //                  "message_gap" times, default "0 s": LogGP's o (sender CPU time before a message
-//                  leaves, and receiver CPU time before its receive completes) and g (one rank injects
-//                  messages at least max(o, g) apart)
+//                  between hosts leaves, and receiver CPU time before its receive completes) and g
+//                  (one rank injects messages between hosts at least max(o, g) apart)
 //     transport    {"model": "alpha_beta" (default: a send completes when its bytes have landed) |
 //                  "mpi" (eager below "eager_limit", default "64 KiB" between hosts, and
 //                  "eager_limit_intra_host", default "4 KiB": the send completes at once; above, a

@@ -48,8 +48,9 @@ Time lone_transfer_time(const ClusterSpec& spec, int src, int dst, Bytes bytes) 
   const Topology topology(spec);
   const Route route = topology.route(src, dst);
   const bool between_hosts = topology.host_of(src) != topology.host_of(dst);
-  // LogGP's o at the sender and again at the receiver (message_gap spaces consecutive messages only).
-  const Time overheads = spec.factors.message_overhead * 2;
+  // LogGP's o at the sender and again at the receiver, between hosts (message_gap spaces consecutive
+  // messages only).
+  const Time overheads = between_hosts ? spec.factors.message_overhead * 2 : Time::zero();
   // A rendezvous: request-to-send and clear-to-send, one route latency each, before the bytes.
   Time handshake;
   const TransportModel& transport = spec.transport;

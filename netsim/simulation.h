@@ -61,10 +61,10 @@ struct ModelFactors {
   // it, is at most this: what a socket transport's CPU threads achieve on the NIC, an extra constraint
   // per host direction in the max-min sharing.
   Bandwidth host_bandwidth_ceiling = Bandwidth::infinite();
-  // o: sender CPU time per message before it leaves, and receiver CPU time before its receive
-  // completes.
+  // o: sender CPU time per message between hosts before it leaves, and receiver CPU time before its
+  // receive completes (messages within a host, over NVLink or shared memory, pay neither o nor g).
   Time message_overhead;
-  Time message_gap;  // g: one rank begins injecting messages at least max(o, g) apart
+  Time message_gap;  // g: one rank begins injecting messages between hosts at least max(o, g) apart
 };
 
 // What completes a send on the simulated transport (netsim/transport.h has the full rules).

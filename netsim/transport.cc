@@ -156,7 +156,8 @@ std::shared_ptr<Message> Mailbox::post_send(const MatchKey& key, const BufferVie
 
 void Mailbox::inject(const std::shared_ptr<Message>& m) {
   const ModelFactors& factors = world_.spec.factors;
-  if (factors.message_overhead == Time::zero() && factors.message_gap == Time::zero()) {
+  if ((factors.message_overhead == Time::zero() && factors.message_gap == Time::zero()) ||
+      !between_hosts(m->key)) {
     depart(m);
     return;
   }
@@ -167,6 +168,10 @@ void Mailbox::inject(const std::shared_ptr<Message>& m) {
   const Time begin = std::max(now, next);
   next = begin + std::max(factors.message_overhead, factors.message_gap);
   world_.engine.post(begin + factors.message_overhead - now, {&Mailbox::depart_event, this, park(m)});
+}
+
+bool Mailbox::between_hosts(const MatchKey& key) const {
+  return world_.topology.host_of(key.src) != world_.topology.host_of(key.dst);
 }
 
 void Mailbox::depart(const std::shared_ptr<Message>& m) {
@@ -242,7 +247,7 @@ void Mailbox::receive_taken_event(void* mailbox, uint64_t parked) {
 
 void Mailbox::take(Message& m) {
   const Time overhead = world_.spec.factors.message_overhead;
-  if (m.key.src == m.key.dst || overhead == Time::zero()) {
+  if (overhead == Time::zero() || !between_hosts(m.key)) {
     complete_receive(m);
     return;
   }

@@ -18,7 +18,9 @@
 //              while all are taken), then its flow starts; a message of at most slot_bytes completes
 //              its send once it holds the slot (buffered), a larger one when its flow has completed;
 //              the slot is freed when the receive completes (the receiver has taken the message)
-//   o, g       LogGP's overhead and gap (ModelFactors): a message's first departure (its flow, or its
+//   o, g       LogGP's overhead and gap (ModelFactors), for messages between hosts (the network
+//              transport's CPU work; NVLink / shared-memory messages within a host pay neither): a
+//              message's first departure (its flow, or its
 //              request-to-send) is o after its injection began; one rank begins injections at least
 //              max(o, g) apart, in isend order (a message waiting for a slot is injected once it has
 //              one)
@@ -102,6 +104,7 @@ class Mailbox {
   void arrive(Message& m);
   // The life of a message between isend and its arrival; each step as above.
   void inject(const std::shared_ptr<Message>& m);
+  bool between_hosts(const MatchKey& key) const;
   void depart(const std::shared_ptr<Message>& m);
   void request_arrived(const std::shared_ptr<Message>& m);
   void clear_to_send(const std::shared_ptr<Message>& m);

@@ -276,6 +276,13 @@ TEST(ModelFactors, OverheadAndGapOnSmallMessages) {
   EXPECT_EQ(r.received, (std::vector<Time>{Time::ns(6000), Time::ns(11'000), Time::ns(16'000)}));
   // One message alone: o + L + S / B + o = 2000 + 1000 + 1000 + 2000.
   EXPECT_EQ(lone_transfer_time(spec, 0, 1, Bytes(1000)), Time::ns(6000));
+  // Within a host (NVLink or shared memory) neither o nor g: one host of two devices, device links
+  // 1 GB/s and 500 ns each (L = 1000 ns): 1000 + 1000 ns.
+  ClusterSpec intra = hosts_spec(1, 2);
+  intra.intra_host = {Bandwidth::gigabytes_per_second(1), Time::ns(500)};
+  intra.factors = spec.factors;
+  EXPECT_EQ(send_receive(intra, 1000, Time::zero()).received, Time::ns(2000));
+  EXPECT_EQ(lone_transfer_time(intra, 0, 1, Bytes(1000)), Time::ns(2000));
   // g below o: injections o = 2 us apart, flows at 2000, 4000, 6000: arrivals 4000, 6000, 8000.
   spec.factors.message_gap = Time::us(1);
   EXPECT_EQ(three_sends(spec, Time::zero()).sent,
