@@ -50,13 +50,15 @@ void FlowNetwork::start(const Route& route, Bytes bytes, Callback done,
   Flow& f = flows_[static_cast<size_t>(id)];
   f.route = route;
   const bool between_hosts = hosts.src != FlowHosts::kWithinHost && hosts.src != hosts.dst;
-  f.constraints.assign(route.links.begin(), route.links.begin() + route.count);
+  f.constraints.count = 0;
+  for (int i = 0; i < route.count; ++i)
+    f.constraints.push_back(route.links[static_cast<size_t>(i)]);
   if (between_hosts && ceiling_base_ >= 0) {
     f.constraints.push_back(ceiling_base_ + 2 * hosts.src);
     f.constraints.push_back(ceiling_base_ + 2 * hosts.dst + 1);
   }
-  f.position.resize(f.constraints.size());
-  f.cap = window_cap(factors_, route.latency, between_hosts);
+  f.cap = factors_.tcp_window.count() > 0 ? window_cap(factors_, route.latency, between_hosts)
+                                          : factors_.flow_window_cap.bytes_per_second();
   f.bytes = bytes.count();
   f.remaining = static_cast<double>(bytes.count());
   f.rate = 0;

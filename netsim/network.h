@@ -25,6 +25,7 @@
 // latency L whose slowest link has capacity B therefore completes after exactly L + ceil(S / B).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -61,11 +62,24 @@ class FlowNetwork {
   const std::vector<int64_t>& carried() const { return carried_; }
 
  private:
+  // A flow's constraints: its route's links, then its two host ceilings (if any).
+  struct Constraints {
+    static constexpr int kMax = Route::kMaxLinks + 2;
+    std::array<int32_t, kMax> ids{};
+    int count = 0;
+    const int32_t* begin() const { return ids.data(); }
+    const int32_t* end() const { return ids.data() + count; }
+    size_t size() const { return static_cast<size_t>(count); }
+    int32_t operator[](size_t i) const { return ids[i]; }
+    void push_back(int32_t id) { ids[static_cast<size_t>(count++)] = id; }
+    operator std::span<const int32_t>() const { return {begin(), size()}; }
+  };
+
   struct Flow {
     Route route;
-    std::vector<int32_t> constraints;  // the route's links, then its host ceilings (if any)
-    std::vector<int32_t> position;     // index in each constraint's active list
-    double cap = 0;                    // the window cap, bytes per second (+infinity for none)
+    Constraints constraints;
+    std::array<int32_t, Constraints::kMax> position{};  // index in each constraint's active list
+    double cap = 0;  // the window cap, bytes per second (+infinity for none)
     int64_t bytes = 0;
     double remaining = 0;  // bytes, as of `updated`
     double rate = 0;       // bytes per second; 0 until first solved
