@@ -150,8 +150,9 @@ const typename R::Entry& find_entry(const R& registry, const Json& v, const std:
 // ---- cluster ----------------------------------------------------------------------------------------
 
 const std::vector<std::string> kClusterKeys = {
-    "extends",          "hosts", "devices_per_host", "intra_host", "nic", "topology", "hosts_per_leaf",
-    "oversubscription", "spine", "device",           "factors"};
+    "extends", "hosts",    "devices_per_host", "intra_host",
+    "nic",     "topology", "hosts_per_leaf",   "oversubscription",
+    "spine",   "device",   "factors",          "transport"};
 
 // Replaces "extends" by the extended file's content (itself resolved), the keys given here overriding.
 Json resolve_extends(const Json& cluster, const FileLocator& files, int depth, std::string& chain) {
@@ -241,23 +242,81 @@ netsim::ClusterSpec parse_cluster(const Json& raw, bool simulated, Json& canonic
   // DESIGN: model factors default to 1 (and no window cap), so that the uncalibrated model is exactly
   // the alpha-beta closed form.
   if (const Json* f = r.find("factors")) {
-    ObjectReader fr(*f, "cluster.factors",
-                    {"bandwidth_efficiency", "latency_factor", "flow_window_cap"});
+    ObjectReader fr(
+        *f, "cluster.factors",
+        {"bandwidth_efficiency", "latency_factor", "flow_window_cap", "tcp_window",
+         "connections_per_peer", "host_bandwidth_ceiling", "message_overhead", "message_gap"});
     spec.factors.bandwidth_efficiency =
         fr.get_double("bandwidth_efficiency", 1.0, 0.0, 1.0, /*min_exclusive=*/true);
     spec.factors.latency_factor =
         fr.get_double("latency_factor", 1.0, 0.0, std::nullopt, /*min_exclusive=*/true);
-    const Json* cap = fr.find("flow_window_cap");
-    if (cap && !(cap->is_string() && cap->get<std::string>() == "inf")) {
-      spec.factors.flow_window_cap = fr.get_bandwidth("flow_window_cap");
+    // "inf" (the default) or a bandwidth.
+    auto bandwidth_or_inf = [&](const char* key, Bandwidth& out) {
+      const Json* v = fr.find(key);
+      if (v && !(v->is_string() && v->get<std::string>() == "inf")) out = fr.get_bandwidth(key);
+    };
+    bandwidth_or_inf("flow_window_cap", spec.factors.flow_window_cap);
+    spec.factors.tcp_window = fr.get_bytes("tcp_window", Bytes(0));
+    spec.factors.connections_per_peer = static_cast<int>(fr.get_int("connections_per_peer", 1, 1));
+    bandwidth_or_inf("host_bandwidth_ceiling", spec.factors.host_bandwidth_ceiling);
+    if (fr.has("message_overhead")) spec.factors.message_overhead = fr.get_time("message_overhead");
+    if (fr.has("message_gap")) spec.factors.message_gap = fr.get_time("message_gap");
+  }
+  Json factors = Json{{"bandwidth_efficiency", spec.factors.bandwidth_efficiency},
+                      {"latency_factor", spec.factors.latency_factor},
+                      {"flow_window_cap", format_bandwidth(spec.factors.flow_window_cap)}};
+  // The later factors are written out only when set, so that the resolved config (and its hash) of a
+  // cluster without them is what it was before they existed.
+  const netsim::ModelFactors none;
+  if (spec.factors.tcp_window != none.tcp_window)
+    factors["tcp_window"] = format_bytes(spec.factors.tcp_window);
+  if (spec.factors.connections_per_peer != none.connections_per_peer)
+    factors["connections_per_peer"] = spec.factors.connections_per_peer;
+  if (spec.factors.host_bandwidth_ceiling != none.host_bandwidth_ceiling)
+    factors["host_bandwidth_ceiling"] = format_bandwidth(spec.factors.host_bandwidth_ceiling);
+  if (spec.factors.message_overhead != none.message_overhead)
+    factors["message_overhead"] = format_time(spec.factors.message_overhead);
+  if (spec.factors.message_gap != none.message_gap)
+    factors["message_gap"] = format_time(spec.factors.message_gap);
+  net["factors"] = factors;
+
+  // The transport model: what completes a send (netsim/transport.h). Default "alpha_beta" (at arrival);
+  // "mpi" and "nccl" start from TransportModel::mpi() / nccl(), whose figures are cited there.
+  if (const Json* t = r.find("transport")) {
+    ObjectReader tr(*t, "cluster.transport",
+                    {"model", "eager_limit", "eager_limit_intra_host", "slots", "slot_bytes"});
+    const std::string model = tr.get_choice("model", "alpha_beta", {"alpha_beta", "mpi", "nccl"});
+    auto only_for = [&](std::initializer_list<const char*> keys, const std::string& owner) {
+      for (const char* k : keys)
+        if (tr.has(k) && model != owner)
+          throw ConfigError(tr.path_of(k) + ": only for \"model\": \"" + owner + "\"");
+    };
+    only_for({"eager_limit", "eager_limit_intra_host"}, "mpi");
+    only_for({"slots", "slot_bytes"}, "nccl");
+    if (model == "mpi") {
+      spec.transport = netsim::TransportModel::mpi();
+      spec.transport.eager_limit = tr.get_bytes("eager_limit", spec.transport.eager_limit);
+      spec.transport.eager_limit_intra_host =
+          tr.get_bytes("eager_limit_intra_host", spec.transport.eager_limit_intra_host);
+      net["transport"] =
+          Json{{"model", model},
+               {"eager_limit", format_bytes(spec.transport.eager_limit)},
+               {"eager_limit_intra_host", format_bytes(spec.transport.eager_limit_intra_host)}};
+    } else if (model == "nccl") {
+      spec.transport = netsim::TransportModel::nccl();
+      spec.transport.slots = static_cast<int>(tr.get_int("slots", spec.transport.slots, 1));
+      spec.transport.slot_bytes = tr.get_bytes("slot_bytes", spec.transport.slot_bytes);
+      if (spec.transport.slot_bytes.count() < 1)
+        throw ConfigError(tr.path_of("slot_bytes") + ": must be >= 1 B, got 0 B");
+      net["transport"] = Json{{"model", model},
+                              {"slots", spec.transport.slots},
+                              {"slot_bytes", format_bytes(spec.transport.slot_bytes)}};
     }
   }
-  net["factors"] = Json{{"bandwidth_efficiency", spec.factors.bandwidth_efficiency},
-                        {"latency_factor", spec.factors.latency_factor},
-                        {"flow_window_cap", format_bandwidth(spec.factors.flow_window_cap)}};
   if (simulated) {
     merge_into(canonical, net);
     netsim::validate(spec, "cluster.");  // the simulator's own checks (e.g. of the leaf-spine layout)
+    netsim::validate_model(spec, "cluster.");
   }
   return spec;
 }

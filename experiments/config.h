@@ -39,11 +39,26 @@
 //                  the NIC's
 //     device       {"peak_flops", "memory_bandwidth"}: the device model of Clock::compute; default an
 //                  NVIDIA V100 SXM2 (see config.cc)
-//     factors      {"bandwidth_efficiency" in (0, 1], "latency_factor" > 0, "flow_window_cap" a
-//                  bandwidth or "inf"}: the network model's calibration factors, default 1, 1, "inf"
-//                  (the uncalibrated model is exactly the alpha-beta closed form)
-//     intra_host, nic, spine, device and factors matter only to the simulator; for other runtimes they
-//     are checked and left out of the resolved config.
+//     factors      the network model's factors (netsim/simulation.h ModelFactors), each off by
+//                  default (the uncalibrated model is exactly the alpha-beta closed form):
+//                  "bandwidth_efficiency" in (0, 1] (default 1), "latency_factor" > 0 (default 1),
+//                  "flow_window_cap" a per-flow rate cap, a bandwidth or "inf" (default),
+//                  "tcp_window" a size, default "0 B" (none): between hosts a connection moves at most
+//                  one window per round trip (2 x route latency), "connections_per_peer" >= 1
+//                  (default 1): connections carrying each message (the window is per connection),
+//                  "host_bandwidth_ceiling" a bandwidth or "inf" (default): the most one host's
+//                  inter-host flows may move out (and, apart, in) together, "message_overhead" and
+//                  "message_gap" times, default "0 s": LogGP's o (sender CPU time before a message
+//                  between hosts leaves, and receiver CPU time before its receive completes) and g
+//                  (one rank injects messages between hosts at least max(o, g) apart)
+//     transport    {"model": "alpha_beta" (default: a send completes when its bytes have landed) |
+//                  "mpi" (eager below "eager_limit", default "64 KiB" between hosts, and
+//                  "eager_limit_intra_host", default "4 KiB": the send completes at once; above, a
+//                  rendezvous round trip before the bytes) | "nccl" ("slots" >= 1, default 8, credit
+//                  slots per connection of "slot_bytes", default "512 KiB": a send completes once it
+//                  holds a slot)}; the defaults are Open MPI 4.1's and NCCL's (netsim/model_factors.cc)
+//     intra_host, nic, spine, device, factors and transport matter only to the simulator; for other
+//     runtimes they are checked and left out of the resolved config.
 //   workload*      {"name"*, "batch_size" (per rank, default 32), ...the workload's parameters}
 //                  e.g. {"name": "profile", "file": "configs/workloads/vgg16.json", "batch_size": 32}
 //                  (a profile file is read and checked when the config is loaded)

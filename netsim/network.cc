@@ -8,17 +8,21 @@
 
 namespace bagua::netsim {
 
-FlowNetwork::FlowNetwork(const Topology& topology, Bandwidth window_cap, Engine& engine)
-    : topology_(topology),
-      window_cap_(window_cap.bytes_per_second()),
-      engine_(engine),
-      active_(topology.links().size()),
-      carried_(topology.links().size(), 0),
-      link_mark_(topology.links().size(), 0),
-      link_local_(topology.links().size(), -1) {
+FlowNetwork::FlowNetwork(const Topology& topology, const ModelFactors& factors, int hosts,
+                         Engine& engine)
+    : topology_(topology), factors_(factors), engine_(engine), carried_(topology.links().size(), 0) {
   capacity_.reserve(topology.links().size());
   for (const Link& l : topology.links())
     capacity_.push_back(l.capacity);
+  // The host ceilings: an egress and an ingress constraint per host, after the links.
+  const double ceiling = factors.host_bandwidth_ceiling.bytes_per_second();
+  if (std::isfinite(ceiling)) {
+    ceiling_base_ = static_cast<int>(capacity_.size());
+    capacity_.resize(capacity_.size() + 2 * static_cast<size_t>(hosts), ceiling);
+  }
+  active_.resize(capacity_.size());
+  link_mark_.resize(capacity_.size(), 0);
+  link_local_.resize(capacity_.size(), -1);
 }
 
 int32_t FlowNetwork::allocate_flow() {
@@ -40,11 +44,21 @@ void FlowNetwork::complete_event(void* network, uint64_t id) {
 }
 
 void FlowNetwork::start(const Route& route, Bytes bytes, Callback done,
-                        std::shared_ptr<void> keep_alive) {
+                        std::shared_ptr<void> keep_alive, FlowHosts hosts) {
   BAGUA_CHECK(bytes.count() >= 0, "flow of negative size " + std::to_string(bytes.count()));
   const int32_t id = allocate_flow();
   Flow& f = flows_[static_cast<size_t>(id)];
   f.route = route;
+  const bool between_hosts = hosts.src != FlowHosts::kWithinHost && hosts.src != hosts.dst;
+  f.constraints.count = 0;
+  for (int i = 0; i < route.count; ++i)
+    f.constraints.push_back(route.links[static_cast<size_t>(i)]);
+  if (between_hosts && ceiling_base_ >= 0) {
+    f.constraints.push_back(ceiling_base_ + 2 * hosts.src);
+    f.constraints.push_back(ceiling_base_ + 2 * hosts.dst + 1);
+  }
+  f.cap = factors_.tcp_window.count() > 0 ? window_cap(factors_, route.latency, between_hosts)
+                                          : factors_.flow_window_cap.bytes_per_second();
   f.bytes = bytes.count();
   f.remaining = static_cast<double>(bytes.count());
   f.rate = 0;
@@ -61,19 +75,19 @@ void FlowNetwork::start(const Route& route, Bytes bytes, Callback done,
 void FlowNetwork::enter_transfer(int32_t id) {
   Flow& f = flows_[static_cast<size_t>(id)];
   f.updated = engine_.now();
-  for (int i = 0; i < f.route.count; ++i) {
-    auto& on_link = active_[static_cast<size_t>(f.route.links[static_cast<size_t>(i)])];
-    f.position[static_cast<size_t>(i)] = static_cast<int32_t>(on_link.size());
+  for (size_t i = 0; i < f.constraints.size(); ++i) {
+    auto& on_link = active_[static_cast<size_t>(f.constraints[i])];
+    f.position[i] = static_cast<int32_t>(on_link.size());
     on_link.push_back(id);
   }
-  // Alone on every link of its route, the flow is a component by itself (what reshare() would find).
+  // Alone on every constraint, the flow is a component by itself (what reshare() would find).
   bool alone = true;
-  for (int i = 0; i < f.route.count; ++i)
-    alone = alone && active_[static_cast<size_t>(f.route.links[static_cast<size_t>(i)])].size() == 1;
+  for (int32_t c : f.constraints)
+    alone = alone && active_[static_cast<size_t>(c)].size() == 1;
   if (alone)
-    set_rate(id, lone_rate(f.route));
+    set_rate(id, lone_rate(f));
   else
-    reshare(f.route);
+    reshare(f.constraints);
 }
 
 void FlowNetwork::complete(int32_t id) {
@@ -81,21 +95,21 @@ void FlowNetwork::complete(int32_t id) {
   const Route route = f.route;
   const bool transferring = f.rate > 0;
   if (transferring) {
-    // Leave every link: swap-remove, fixing the moved flow's position.
-    for (int i = 0; i < route.count; ++i) {
-      const auto link = static_cast<size_t>(route.links[static_cast<size_t>(i)]);
+    // Leave every constraint: swap-remove, fixing the moved flow's position.
+    for (size_t i = 0; i < f.constraints.size(); ++i) {
+      const auto link = static_cast<size_t>(f.constraints[i]);
       auto& on_link = active_[link];
-      const auto pos = static_cast<size_t>(f.position[static_cast<size_t>(i)]);
+      const auto pos = static_cast<size_t>(f.position[i]);
       const int32_t moved = on_link.back();
       on_link[pos] = moved;
       on_link.pop_back();
       if (moved != id) {
         Flow& m = flows_[static_cast<size_t>(moved)];
-        for (int j = 0; j < m.route.count; ++j)
-          if (m.route.links[static_cast<size_t>(j)] == static_cast<int32_t>(link))
-            m.position[static_cast<size_t>(j)] = static_cast<int32_t>(pos);
+        for (size_t j = 0; j < m.constraints.size(); ++j)
+          if (m.constraints[j] == static_cast<int32_t>(link)) m.position[j] = static_cast<int32_t>(pos);
       }
     }
+    changed_.assign(f.constraints.begin(), f.constraints.end());
   }
   for (int i = 0; i < route.count; ++i)
     carried_[static_cast<size_t>(route.links[static_cast<size_t>(i)])] += f.bytes;
@@ -106,9 +120,9 @@ void FlowNetwork::complete(int32_t id) {
   if (transferring) {
     // Links left empty join no component: reshare() would find no flow to re-solve.
     bool others = false;
-    for (int i = 0; i < route.count; ++i)
-      others = others || !active_[static_cast<size_t>(route.links[static_cast<size_t>(i)])].empty();
-    if (others) reshare(route);
+    for (int32_t c : changed_)
+      others = others || !active_[static_cast<size_t>(c)].empty();
+    if (others) reshare(changed_);
   }
   done();
 }
@@ -129,7 +143,7 @@ void FlowNetwork::schedule_completion(int32_t id) {
   f.completion = engine_.at(at, Callback{&complete_event, this, static_cast<uint64_t>(id)});
 }
 
-void FlowNetwork::reshare(const Route& changed) {
+void FlowNetwork::reshare(std::span<const int32_t> changed) {
   // Collect the component(s): breadth-first over links, in a deterministic order (the order flows sit
   // on each link's list is itself the deterministic result of earlier insertions and removals).
   ++epoch_;
@@ -140,16 +154,16 @@ void FlowNetwork::reshare(const Route& changed) {
     link_mark_[static_cast<size_t>(l)] = epoch_;
     component_links_.push_back(l);
   };
-  for (int i = 0; i < changed.count; ++i)
-    visit_link(changed.links[static_cast<size_t>(i)]);
+  for (int32_t c : changed)
+    visit_link(c);
   for (size_t next = 0; next < component_links_.size(); ++next) {
     for (int32_t id : active_[static_cast<size_t>(component_links_[next])]) {
       Flow& f = flows_[static_cast<size_t>(id)];
       if (f.mark == epoch_) continue;
       f.mark = epoch_;
       component_flows_.push_back(id);
-      for (int i = 0; i < f.route.count; ++i)
-        visit_link(f.route.links[static_cast<size_t>(i)]);
+      for (int32_t c : f.constraints)
+        visit_link(c);
     }
   }
   if (component_flows_.empty()) return;
@@ -157,7 +171,7 @@ void FlowNetwork::reshare(const Route& changed) {
   std::span<const double> rates;
   double rate_of_one = 0;
   if (component_flows_.size() == 1) {
-    rate_of_one = lone_rate(flows_[static_cast<size_t>(component_flows_.front())].route);
+    rate_of_one = lone_rate(flows_[static_cast<size_t>(component_flows_.front())]);
     rates = std::span<const double>(&rate_of_one, 1);
   } else {
     solver_.clear();
@@ -165,14 +179,12 @@ void FlowNetwork::reshare(const Route& changed) {
       if (active_[static_cast<size_t>(l)].empty()) continue;  // a link the finished flow alone used
       link_local_[static_cast<size_t>(l)] = solver_.add_link(capacity_[static_cast<size_t>(l)]);
     }
-    std::array<int, Route::kMaxLinks> local{};
     for (int32_t id : component_flows_) {
       const Flow& f = flows_[static_cast<size_t>(id)];
-      for (int i = 0; i < f.route.count; ++i)
-        local[static_cast<size_t>(i)] =
-            link_local_[static_cast<size_t>(f.route.links[static_cast<size_t>(i)])];
-      solver_.add_flow(std::span<const int>(local.data(), static_cast<size_t>(f.route.count)),
-                       window_cap_);
+      local_.clear();
+      for (int32_t c : f.constraints)
+        local_.push_back(link_local_[static_cast<size_t>(c)]);
+      solver_.add_flow(local_, f.cap);
     }
     rates = solver_.solve();
   }
@@ -180,10 +192,10 @@ void FlowNetwork::reshare(const Route& changed) {
     set_rate(component_flows_[k], rates[k]);
 }
 
-double FlowNetwork::lone_rate(const Route& route) const {
-  double rate = window_cap_;
-  for (int i = 0; i < route.count; ++i)
-    rate = std::min(rate, capacity_[static_cast<size_t>(route.links[static_cast<size_t>(i)])]);
+double FlowNetwork::lone_rate(const Flow& f) const {
+  double rate = f.cap;
+  for (int32_t c : f.constraints)
+    rate = std::min(rate, capacity_[static_cast<size_t>(c)]);
   return rate;
 }
 

@@ -5,11 +5,15 @@
 //               flow uses no bandwidth. Phase 2: its bytes move at its current rate; it completes when
 //               they are done.
 //   rate        a phase-2 flow's share: the max-min fair allocation (max_min.h) over the links'
-//               capacities (bandwidth * bandwidth efficiency), each flow also capped by the window cap
+//               capacities (bandwidth * bandwidth efficiency), each flow also capped by its window cap
+//               (model_factors.h: flow_window_cap, and for a flow between hosts the TCP window per RTT)
+//   constraint  what a flow's rate is shared on: its route's links and, for a flow between hosts when a
+//               host bandwidth ceiling is set, its source host's egress and destination host's ingress
+//               ceilings (capacity host_bandwidth_ceiling each, indexed after the links)
 //   component   the phase-2 flows connected to a link through shared links; a flow starting or ending
 //               changes rates only within the component(s) of its links, so only those are re-solved.
-//               A flow alone on all its links is a component by itself, whose rate needs no solver: the
-//               capacity of its slowest link, or its cap
+//               A flow alone on all its constraints is a component by itself, whose rate needs no
+//               solver: the capacity of its slowest constraint, or its cap
 //   remaining   a flow's bytes still to move, as of the time it was last brought up to date
 //
 // When rates are re-solved, a flow whose rate did not change is left untouched (its completion event
@@ -21,34 +25,61 @@
 // latency L whose slowest link has capacity B therefore completes after exactly L + ceil(S / B).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "netsim/engine.h"
 #include "netsim/max_min.h"
+#include "netsim/model_factors.h"
 #include "netsim/topology.h"
 
 namespace bagua::netsim {
 
+// The two hosts a flow runs between; kWithinHost for a route inside one host (no TCP window, no host
+// ceiling).
+struct FlowHosts {
+  static constexpr int kWithinHost = -1;
+  int src = kWithinHost;
+  int dst = kWithinHost;
+};
+
 class FlowNetwork {
  public:
-  // `window_cap`: the per-flow rate cap (bytes per second, +infinity for none).
-  FlowNetwork(const Topology& topology, Bandwidth window_cap, Engine& engine);
+  // `factors`: the window caps and host ceiling (the link capacities are the topology's); `hosts`: the
+  // number of hosts (for the host ceilings).
+  FlowNetwork(const Topology& topology, const ModelFactors& factors, int hosts, Engine& engine);
 
   // Starts a flow of `bytes` along `route` now; `done` runs (as an event) when its last byte arrives.
   // `keep_alive` (may be null) is held until then: whatever `done` refers to lives until it has run, or
   // until the network is destroyed.
-  void start(const Route& route, Bytes bytes, Callback done,
-             std::shared_ptr<void> keep_alive = nullptr);
+  void start(const Route& route, Bytes bytes, Callback done, std::shared_ptr<void> keep_alive = nullptr,
+             FlowHosts hosts = {});
 
   // Bytes carried by each link so far (completed flows), indexed like Topology::links().
   const std::vector<int64_t>& carried() const { return carried_; }
 
  private:
+  // A flow's constraints: its route's links, then its two host ceilings (if any).
+  struct Constraints {
+    static constexpr int kMax = Route::kMaxLinks + 2;
+    std::array<int32_t, kMax> ids{};
+    int count = 0;
+    const int32_t* begin() const { return ids.data(); }
+    const int32_t* end() const { return ids.data() + count; }
+    size_t size() const { return static_cast<size_t>(count); }
+    int32_t operator[](size_t i) const { return ids[i]; }
+    void push_back(int32_t id) { ids[static_cast<size_t>(count++)] = id; }
+    operator std::span<const int32_t>() const { return {begin(), size()}; }
+  };
+
   struct Flow {
     Route route;
-    std::array<int32_t, Route::kMaxLinks> position{};  // index in each link's active list
+    Constraints constraints;
+    std::array<int32_t, Constraints::kMax> position{};  // index in each constraint's active list
+    double cap = 0;  // the window cap, bytes per second (+infinity for none)
     int64_t bytes = 0;
     double remaining = 0;  // bytes, as of `updated`
     double rate = 0;       // bytes per second; 0 until first solved
@@ -64,24 +95,27 @@ class FlowNetwork {
   int32_t allocate_flow();
   void enter_transfer(int32_t id);
   void complete(int32_t id);
-  // Re-solves the components of the given links and reschedules the flows whose rate changed.
-  void reshare(const Route& changed);
-  // The max-min rate of a flow alone in its component: its slowest link's capacity or the window cap,
+  // Re-solves the components of the given constraints and reschedules the flows whose rate changed.
+  void reshare(std::span<const int32_t> changed);
+  // The max-min rate of a flow alone in its component: its slowest constraint's capacity or its cap,
   // exactly what the solver would return (every level it sees is a capacity divided by 1).
-  double lone_rate(const Route& route) const;
+  double lone_rate(const Flow& f) const;
   // Gives flow `id` its newly solved rate, rescheduling its completion if the rate changed.
   void set_rate(int32_t id, double rate);
   void bring_up_to_date(Flow& f);
   void schedule_completion(int32_t id);
 
   const Topology& topology_;
-  double window_cap_;
+  ModelFactors factors_;
+  // The first host ceiling constraint (host h: egress 2h, ingress 2h + 1); -1: none.
+  int ceiling_base_ = -1;
   Engine& engine_;
   std::vector<Flow> flows_;
   std::vector<int32_t> free_flows_;
-  std::vector<double> capacity_;              // per link: Link::capacity, side by side
-  std::vector<std::vector<int32_t>> active_;  // per link: the phase-2 flows crossing it
+  std::vector<double> capacity_;              // per constraint: Link::capacity, then the ceilings
+  std::vector<std::vector<int32_t>> active_;  // per constraint: the phase-2 flows sharing it
   std::vector<int64_t> carried_;              // per link
+  std::vector<int32_t> changed_;              // the constraints of a flow that just completed
 
   // Component search and solver scratch.
   uint64_t epoch_ = 0;
@@ -89,6 +123,7 @@ class FlowNetwork {
   std::vector<int32_t> link_local_;  // a marked link's index in the solver
   std::vector<int32_t> component_links_;
   std::vector<int32_t> component_flows_;
+  std::vector<int> local_;  // a flow's constraints as solver indices
   MaxMinSolver solver_;
 };
 

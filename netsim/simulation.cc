@@ -6,6 +6,7 @@
 
 #include "core/check.h"
 #include "netsim/context.h"
+#include "netsim/model_factors.h"
 #include "netsim/world.h"
 
 namespace bagua::netsim {
@@ -14,7 +15,7 @@ World::World(const ClusterSpec& spec_in, const SimOptions& options)
     : spec(spec_in),
       tracing(options.trace),
       topology(spec_in),
-      network(topology, spec_in.factors.flow_window_cap, engine),
+      network(topology, spec_in.factors, spec_in.hosts, engine),
       totals(static_cast<size_t>(spec_in.world_size())),
       mailbox(*this),
       fibers(engine, [this](Fibers::Fiber& f, std::exception_ptr e) {
@@ -39,19 +40,34 @@ void World::fail(int rank, Time at, std::exception_ptr error) {
 
 Time lone_transfer_time(const ClusterSpec& spec, int src, int dst, Bytes bytes) {
   validate(spec);
+  validate_model(spec);
   BAGUA_CHECK(
       src >= 0 && dst >= 0 && src < spec.world_size() && dst < spec.world_size(),
       "lone_transfer_time between ranks " + std::to_string(src) + " and " + std::to_string(dst));
   if (src == dst) return Time::zero();
   const Topology topology(spec);
   const Route route = topology.route(src, dst);
-  if (bytes.count() == 0) return route.latency;
-  // The same arithmetic as FlowNetwork: the rate is the max-min share of a flow alone.
-  double rate = spec.factors.flow_window_cap.bytes_per_second();
+  const bool between_hosts = topology.host_of(src) != topology.host_of(dst);
+  // LogGP's o at the sender and again at the receiver, between hosts (message_gap spaces consecutive
+  // messages only).
+  const Time overheads = between_hosts ? spec.factors.message_overhead * 2 : Time::zero();
+  // A rendezvous: request-to-send and clear-to-send, one route latency each, before the bytes.
+  Time handshake;
+  const TransportModel& transport = spec.transport;
+  if (transport.completion == SendCompletion::kEagerRendezvous) {
+    const Bytes limit = between_hosts ? transport.eager_limit : transport.eager_limit_intra_host;
+    if (bytes > limit) handshake = route.latency * 2;
+  }
+  if (bytes.count() == 0) return overheads + route.latency;
+  // The same arithmetic as FlowNetwork: the rate is the max-min share of a flow alone, its window cap
+  // and, between hosts, the host ceilings being constraints like its links.
+  double rate = window_cap(spec.factors, route.latency, between_hosts);
   for (int i = 0; i < route.count; ++i)
     rate = std::min(
         rate, topology.links()[static_cast<size_t>(route.links[static_cast<size_t>(i)])].capacity);
-  return route.latency + ceil_ns(static_cast<double>(bytes.count()) * 1e9 / rate);
+  if (between_hosts) rate = std::min(rate, spec.factors.host_bandwidth_ceiling.bytes_per_second());
+  return overheads + handshake + route.latency +
+         ceil_ns(static_cast<double>(bytes.count()) * 1e9 / rate);
 }
 
 struct Simulation::Impl {
@@ -83,6 +99,7 @@ struct Simulation::Impl {
 
 Simulation::Simulation(ClusterSpec spec, SimOptions options) : spec_(std::move(spec)) {
   validate(spec_);
+  validate_model(spec_);
   impl_ = std::make_unique<Impl>(spec_, options);
 }
 

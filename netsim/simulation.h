@@ -35,12 +35,61 @@ struct DeviceSpec {
 enum class TopologyKind : uint8_t { kStar, kLeafSpine };
 std::string to_string(TopologyKind k);
 
-// Named model factors, all 1 (or unlimited) by default so that the uncalibrated model is exactly the
-// alpha-beta closed form; calibration is explicit.
+// Named model factors, all 1 (or unlimited, or zero) by default so that the uncalibrated model is
+// exactly the alpha-beta closed form; calibration is explicit.
+//
+// Terms:
+//   connection  one TCP stream between two hosts; a message is carried by connections_per_peer of them
+//   RTT         a route's round-trip time: 2 x its one-way latency (latency factor included)
+//   window cap  a flow's own rate bound: min(flow_window_cap, connections_per_peer x tcp_window / RTT)
+//   o, g        LogGP's per-message overhead and gap (Alexandrov et al., "LogGP: Incorporating Long
+//               Messages into the LogP Model", SPAA 1995)
 struct ModelFactors {
   double bandwidth_efficiency = 1.0;  // a flow gets at most this fraction of each link's bandwidth
   double latency_factor = 1.0;        // route latency is multiplied by this
-  Bandwidth flow_window_cap = Bandwidth::infinite();  // per-flow rate cap (e.g. TCP window / RTT)
+  // A per-flow rate cap independent of the route (a measured per-message rate); for the window of a
+  // TCP connection, whose rate depends on the route's RTT, use tcp_window.
+  Bandwidth flow_window_cap = Bandwidth::infinite();
+  // The bytes one TCP connection may have unacknowledged: it moves at most one window per RTT (the
+  // bandwidth-delay product, RFC 7323 section 1). 0: no window (RDMA, or a window never binding).
+  // Applies to flows between hosts; routes within a host (NVLink, shared memory) are not TCP.
+  Bytes tcp_window;
+  // Connections carrying each message between two hosts (NCCL's socket transport: NCCL_NSOCKS_PERTHREAD
+  // x NCCL_SOCKET_NTHREADS, src/transport/net_socket.cc in NVIDIA/nccl): the window cap is per
+  // connection, so a message moves at most connections_per_peer windows per RTT.
+  int connections_per_peer = 1;
+  // The sum of the rates of the inter-host flows leaving one host, and separately of those entering
+  // it, is at most this: what a socket transport's CPU threads achieve on the NIC, an extra constraint
+  // per host direction in the max-min sharing.
+  Bandwidth host_bandwidth_ceiling = Bandwidth::infinite();
+  // o: sender CPU time per message between hosts before it leaves, and receiver CPU time before its
+  // receive completes (messages within a host, over NVLink or shared memory, pay neither o nor g).
+  Time message_overhead;
+  Time message_gap;  // g: one rank begins injecting messages between hosts at least max(o, g) apart
+};
+
+// What completes a send on the simulated transport (netsim/transport.h has the full rules).
+//   kArrival           the send completes when its bytes have landed (the alpha-beta default)
+//   kEagerRendezvous   MPI-like: at most the eager limit, the send completes at once (buffered);
+//                      above it, a request-to-send / clear-to-send round trip precedes the bytes and
+//                      the send completes when they have landed
+//   kCreditSlots       NCCL-like: at most `slots` messages in flight per (group, source, destination);
+//                      a send of at most slot_bytes completes once it holds a slot, a larger one when
+//                      its bytes have landed; a slot is freed when the receive completes
+enum class SendCompletion : uint8_t { kArrival, kEagerRendezvous, kCreditSlots };
+std::string to_string(SendCompletion c);
+
+struct TransportModel {
+  SendCompletion completion = SendCompletion::kArrival;
+  Bytes eager_limit;             // kEagerRendezvous, between hosts
+  Bytes eager_limit_intra_host;  // kEagerRendezvous, within a host (shared memory)
+  int slots = 0;                 // kCreditSlots
+  Bytes slot_bytes;              // kCreditSlots
+
+  // Open MPI 4.1's ob1 over its tcp and vader (shared memory) BTLs.
+  static TransportModel mpi();
+  // NCCL's Simple protocol: NCCL_STEPS slots of DEFAULT_BUFFSIZE / NCCL_STEPS bytes.
+  static TransportModel nccl();
 };
 
 struct ClusterSpec {
@@ -56,6 +105,7 @@ struct ClusterSpec {
   LinkSpec spine;
   DeviceSpec device;
   ModelFactors factors;
+  TransportModel transport;
 
   int world_size() const { return hosts * devices_per_host; }
 };
@@ -69,13 +119,22 @@ struct ClusterSpec {
 // compute times; spine.bandwidth 0 means hosts_per_leaf * nic.bandwidth / oversubscription.
 void validate(const ClusterSpec& spec, const std::string& prefix = "");
 
+// The same for the fields validate() leaves out: factors.tcp_window (>= 0), connections_per_peer
+// (>= 1), host_bandwidth_ceiling (> 0, may be infinite), message_overhead and message_gap (>= 0), and
+// the transport model's (eager limits >= 0; slots and slot_bytes >= 1 for credit slots), as in
+// "cluster.factors.connections_per_peer must be >= 1, got 0". Simulation calls both.
+void validate_model(const ClusterSpec& spec, const std::string& prefix = "");
+
 // A leaf-spine cluster's leaf <-> spine link: `spec.spine`, its bandwidth derived as above when 0.
 LinkSpec spine_link(const ClusterSpec& spec);
 
 // The time the simulator charges one message of `bytes` from world rank `src` to `dst` when it is alone
-// on the network: route latency * latency_factor + ceil(bytes / the route's slowest capacity, capped by
-// the window), the alpha-beta closed form; 0 from a rank to itself. For closed-form tests and for
-// printing predicted costs before a run. `spec` must be valid.
+// on the network, from isend to the receive's completion (posted in time): the sender's overhead o,
+// the rendezvous round trip where the transport has one (2 x route latency), route latency *
+// latency_factor, ceil(bytes / the route's rate: its slowest capacity, capped by the window cap and the
+// host ceiling), and the receiver's o; 0 from a rank to itself. Without factors and transport model,
+// the alpha-beta closed form. For closed-form tests and for printing predicted costs before a run.
+// `spec` must be valid.
 Time lone_transfer_time(const ClusterSpec& spec, int src, int dst, Bytes bytes);
 
 struct SimOptions {

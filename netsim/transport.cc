@@ -1,6 +1,7 @@
 #include "netsim/transport.h"
 
 #include <algorithm>
+#include <deque>
 
 #include "core/check.h"
 #include "core/ops.h"
@@ -8,15 +9,19 @@
 
 namespace bagua::netsim {
 
-struct Message {
+struct Message : std::enable_shared_from_this<Message> {
   MatchKey key;
   BufferView data;  // the send buffer
   int64_t bytes = 0;
   Time start;
-  bool arrived = false;  // the flow completed: the send is done
+  bool arrived = false;      // the flow completed (its last byte landed)
+  bool send_done = false;    // the send completed (at arrival, or once buffered)
+  bool rendezvous = false;   // above the eager limit: waits for a clear-to-send before its flow
+  bool rts_arrived = false;  // its request-to-send reached the receiver
+  bool holds_slot = false;   // holds one of its connection's credit slots
   bool stashed = false;
   std::vector<uint8_t> stash;
-  std::shared_ptr<Receive> receive;  // matched, not yet delivered
+  std::shared_ptr<Receive> receive;  // matched, not yet completed
   WaitList waiters;
   std::shared_ptr<Message> next;  // in its key's queue of unmatched sends
 };
@@ -85,6 +90,11 @@ class ReceiveRequest final : public RecycledRequest {
 
 }  // namespace
 
+Mailbox::Mailbox(World& world)
+    : world_(world),
+      blocks_(BlockLists::create()),
+      next_injection_(static_cast<size_t>(world.topology.ranks())) {}
+
 void Mailbox::check_sizes(const Message& m, const Receive& r) {
   BAGUA_CHECK(r.data.bytes().count() == m.bytes,
               "receive of " + std::to_string(r.data.bytes().count()) + " bytes at rank " +
@@ -115,12 +125,156 @@ std::shared_ptr<Message> Mailbox::post_send(const MatchKey& key, const BufferVie
   }
   world_.comm_begin(key.src);
   world_.comm_begin(key.dst);
+  const TransportModel& transport = world_.spec.transport;
+  switch (transport.completion) {
+    case SendCompletion::kArrival:
+      break;
+    case SendCompletion::kEagerRendezvous: {
+      const bool same_host = world_.topology.host_of(key.src) == world_.topology.host_of(key.dst);
+      const Bytes limit = same_host ? transport.eager_limit_intra_host : transport.eager_limit;
+      if (m->bytes <= limit.count())
+        buffered(*m);  // eager
+      else
+        m->rendezvous = true;
+      break;
+    }
+    case SendCompletion::kCreditSlots: {
+      Credits& credits = credits_[MatchKey{key.group, key.src, key.dst, 0}];
+      if (credits.in_use == transport.slots) {  // every slot taken: wait for one
+        credits.waiting.push_back(m);
+        return m;
+      }
+      ++credits.in_use;
+      m->holds_slot = true;
+      if (m->bytes <= transport.slot_bytes.count()) buffered(*m);  // in its slot
+      break;
+    }
+  }
+  inject(m);
+  return m;
+}
+
+void Mailbox::inject(const std::shared_ptr<Message>& m) {
+  const ModelFactors& factors = world_.spec.factors;
+  if ((factors.message_overhead == Time::zero() && factors.message_gap == Time::zero()) ||
+      !between_hosts(m->key)) {
+    depart(m);
+    return;
+  }
+  // LogGP: the sender's CPU spends o on the message, then it leaves; the next message of this rank
+  // starts its o no sooner than max(o, g) after this one started.
+  Time& next = next_injection_[static_cast<size_t>(m->key.src)];
+  const Time now = world_.engine.now();
+  const Time begin = std::max(now, next);
+  next = begin + std::max(factors.message_overhead, factors.message_gap);
+  world_.engine.post(begin + factors.message_overhead - now, {&Mailbox::depart_event, this, park(m)});
+}
+
+bool Mailbox::between_hosts(const MatchKey& key) const {
+  return world_.topology.host_of(key.src) != world_.topology.host_of(key.dst);
+}
+
+void Mailbox::depart(const std::shared_ptr<Message>& m) {
+  if (!m->rendezvous) {
+    start_flow(m);
+    return;
+  }
+  // Rendezvous: the request-to-send takes one route latency to reach the receiver.
+  const Time latency = world_.topology.route(m->key.src, m->key.dst).latency;
+  world_.engine.post(latency, {&Mailbox::request_arrived_event, this, park(m)}, /*recurring=*/true);
+}
+
+void Mailbox::request_arrived(const std::shared_ptr<Message>& m) {
+  m->rts_arrived = true;
+  if (m->receive) clear_to_send(m);  // the receive is posted already
+}
+
+void Mailbox::clear_to_send(const std::shared_ptr<Message>& m) {
+  // The clear-to-send takes one route latency back to the sender, whose flow then starts.
+  const Time latency = world_.topology.route(m->key.dst, m->key.src).latency;
+  world_.engine.post(latency, {&Mailbox::start_flow_event, this, park(m)}, /*recurring=*/true);
+}
+
+void Mailbox::start_flow(const std::shared_ptr<Message>& m) {
+  const MatchKey& key = m->key;
+  const int src_host = world_.topology.host_of(key.src);
+  const int dst_host = world_.topology.host_of(key.dst);
+  FlowHosts hosts;
+  if (src_host != dst_host) hosts = {src_host, dst_host};
   // The flow's completion owns a reference: a message on the wire lives until it arrives or the run is
   // torn down (the network drops its flows).
   Message* raw = m.get();
   world_.network.start(world_.topology.route(key.src, key.dst), Bytes(m->bytes),
-                       {&Mailbox::arrive_event, this, reinterpret_cast<uintptr_t>(raw)}, m);
+                       {&Mailbox::arrive_event, this, reinterpret_cast<uintptr_t>(raw)}, m, hosts);
+}
+
+uint64_t Mailbox::park(std::shared_ptr<Message> m) {
+  if (free_parked_.empty()) {
+    parked_.push_back(std::move(m));
+    return parked_.size() - 1;
+  }
+  const uint64_t index = free_parked_.back();
+  free_parked_.pop_back();
+  parked_[index] = std::move(m);
+  return index;
+}
+
+std::shared_ptr<Message> Mailbox::unpark(uint64_t index) {
+  std::shared_ptr<Message> m = std::move(parked_[index]);
+  free_parked_.push_back(index);
   return m;
+}
+
+void Mailbox::depart_event(void* mailbox, uint64_t parked) {
+  auto* self = static_cast<Mailbox*>(mailbox);
+  self->depart(self->unpark(parked));
+}
+
+void Mailbox::request_arrived_event(void* mailbox, uint64_t parked) {
+  auto* self = static_cast<Mailbox*>(mailbox);
+  self->request_arrived(self->unpark(parked));
+}
+
+void Mailbox::start_flow_event(void* mailbox, uint64_t parked) {
+  auto* self = static_cast<Mailbox*>(mailbox);
+  self->start_flow(self->unpark(parked));
+}
+
+void Mailbox::receive_taken_event(void* mailbox, uint64_t parked) {
+  auto* self = static_cast<Mailbox*>(mailbox);
+  self->complete_receive(*self->unpark(parked));
+}
+
+void Mailbox::take(Message& m) {
+  const Time overhead = world_.spec.factors.message_overhead;
+  if (overhead == Time::zero() || !between_hosts(m.key)) {
+    complete_receive(m);
+    return;
+  }
+  // LogGP: the receiver's CPU spends o on the message before its receive completes.
+  world_.engine.post(overhead, {&Mailbox::receive_taken_event, this, park(m.shared_from_this())},
+                     /*recurring=*/true);
+}
+
+void Mailbox::complete_receive(Message& m) {
+  std::shared_ptr<Receive> r = std::move(m.receive);
+  r->done = true;
+  r->waiters.wake_all(world_.fibers);
+  if (!m.holds_slot) return;
+  // The receiver has taken the message: its slot goes to the connection's next waiting send.
+  m.holds_slot = false;
+  Credits& credits = credits_[MatchKey{m.key.group, m.key.src, m.key.dst, 0}];
+  --credits.in_use;
+  if (credits.waiting.empty()) return;
+  std::shared_ptr<Message> next = std::move(credits.waiting.front());
+  credits.waiting.pop_front();
+  ++credits.in_use;
+  next->holds_slot = true;
+  if (next->bytes <= world_.spec.transport.slot_bytes.count()) {
+    buffered(*next);
+    next->waiters.wake_all(world_.fibers);
+  }
+  inject(next);
 }
 
 std::shared_ptr<Receive> Mailbox::post_receive(const MatchKey& key, const BufferView& data) {
@@ -133,14 +287,15 @@ std::shared_ptr<Receive> Mailbox::post_receive(const MatchKey& key, const Buffer
   if (!q.sends.empty()) {
     std::shared_ptr<Message> m = q.sends.pop();
     check_sizes(*m, *r);
+    m->receive = r;
     if (m->arrived) {  // arrived before the receive was posted: copy from the stash now
       if (m->stashed) {
         copy_payload(data, BufferView(m->stash.data(), m->stash.size(), DType::kU8, &host_space()));
         m->stash = {};  // the sender's request may keep the message alive; not its copy
       }
-      r->done = true;
-    } else {
-      m->receive = r;
+      take(*m);
+    } else if (m->rendezvous && m->rts_arrived) {
+      clear_to_send(m);  // the request-to-send has been waiting for this receive
     }
   } else {
     q.receives.push(r);
@@ -177,6 +332,7 @@ void Mailbox::arrive_event(void* mailbox, uint64_t message) {
 
 void Mailbox::arrive(Message& m) {
   m.arrived = true;
+  m.send_done = true;
   if (m.key.src != m.key.dst) {
     world_.comm_end(m.key.src);
     world_.comm_end(m.key.dst);
@@ -189,27 +345,42 @@ void Mailbox::arrive(Message& m) {
     }
   }
   if (m.receive) {
-    copy_payload(m.receive->data, m.data);
-    m.receive->done = true;
-    m.receive->waiters.wake_all(world_.fibers);
-    m.receive.reset();
-  } else if (moves_data(m.data)) {
-    m.stash.resize(static_cast<size_t>(m.bytes));
-    copy_payload(BufferView(m.stash.data(), m.stash.size(), DType::kU8, &host_space()), m.data);
-    m.stashed = true;
+    if (m.stashed) {  // buffered when its send completed
+      copy_payload(m.receive->data,
+                   BufferView(m.stash.data(), m.stash.size(), DType::kU8, &host_space()));
+      m.stash = {};
+    } else {
+      copy_payload(m.receive->data, m.data);
+    }
+    take(m);
+  } else if (!m.stashed) {
+    stash(m);
   }
   m.waiters.wake_all(world_.fibers);
 }
 
+void Mailbox::stash(Message& m) {
+  if (!moves_data(m.data)) return;
+  m.stash.resize(static_cast<size_t>(m.bytes));
+  copy_payload(BufferView(m.stash.data(), m.stash.size(), DType::kU8, &host_space()), m.data);
+  m.stashed = true;
+}
+
+void Mailbox::buffered(Message& m) {
+  // The sender may reuse its buffer once the send has completed: the payload is copied now.
+  stash(m);
+  m.send_done = true;
+}
+
 bool Mailbox::done(const Message& m) {
-  return m.arrived;
+  return m.send_done;
 }
 bool Mailbox::done(const Receive& r) {
   return r.done;
 }
 
 void Mailbox::wait(Message& m) {
-  while (!m.arrived) {
+  while (!m.send_done) {
     m.waiters.add(world_.fibers.current());
     world_.fibers.block({WaitKind::kSend, m.key.dst, m.key.tag, m.key.group != 0});
   }

@@ -3,19 +3,40 @@
 // Terms:
 //   key        (group, source, destination, tag), source and destination as world ranks; messages with
 //              the same key are matched first-posted first-matched, in both directions
-//   message    one isend: its flow starts when isend is called (eager: the receive need not be posted);
-//              the send completes when the flow has completed (its last byte arrived)
-//   receive    one irecv: it completes at max(posted, arrival)
-//   stash      a copy of the payload taken at arrival when no receive is posted yet, copied into the
-//              receive buffer when it is posted. A matched receive gets the payload straight from the
-//              send buffer at arrival (the sender may not touch it before its send completes, as in
-//              MPI)
+//   message    one isend. With the default transport model (SendCompletion::kArrival) its flow starts
+//              when isend is called (the receive need not be posted) and the send completes when the
+//              flow has completed (its last byte arrived): the alpha-beta model
+//   receive    one irecv: it completes at max(posted, arrival), plus the receiver's overhead o
+//   eager      (kEagerRendezvous) a message of at most the eager limit (the intra-host one within a
+//              host): its flow starts at once and the send completes at once, buffered, as Open MPI's
+//              ob1 does with its BTL's eager limit
+//   rendezvous (kEagerRendezvous) a larger message: a request-to-send reaches the receiver after one
+//              route latency; once the receive is posted too, a clear-to-send reaches the sender after
+//              one route latency and the flow starts; the send completes when the flow has completed
+//   slot       (kCreditSlots) one of `slots` credits of a (group, source, destination) connection, as
+//              NCCL's NCCL_STEPS buffer slots: a message takes one (waiting first-come first-served
+//              while all are taken), then its flow starts; a message of at most slot_bytes completes
+//              its send once it holds the slot (buffered), a larger one when its flow has completed;
+//              the slot is freed when the receive completes (the receiver has taken the message)
+//   o, g       LogGP's overhead and gap (ModelFactors), for messages between hosts (the network
+//              transport's CPU work; NVLink / shared-memory messages within a host pay neither): a
+//              message's first departure (its flow, or its
+//              request-to-send) is o after its injection began; one rank begins injections at least
+//              max(o, g) apart, in isend order (a message waiting for a slot is injected once it has
+//              one)
+//   stash      a copy of the payload taken when the send completes before the arrival (buffered), or
+//              else at arrival when no receive is posted yet; copied into the receive buffer at
+//              arrival or when the receive is posted. Otherwise a matched receive gets the payload
+//              straight from the send buffer at arrival (the sender may not touch it before its send
+//              completes, as in MPI)
 //
 // Meta buffers move no data and cost their full size. A receive must be exactly as large as the send it
 // matches. A rank sending to itself completes at once (a local copy, no network).
 #pragma once
 
 #include <cstdint>
+#include <deque>
+#include <map>
 #include <memory>
 #include <span>
 #include <vector>
@@ -42,7 +63,7 @@ struct Receive;
 
 class Mailbox {
  public:
-  explicit Mailbox(World& world) : world_(world), blocks_(BlockLists::create()) {}
+  explicit Mailbox(World& world);
   std::shared_ptr<Message> post_send(const MatchKey& key, const BufferView& data);
   std::shared_ptr<Receive> post_receive(const MatchKey& key, const BufferView& data);
   // Blocks the calling fiber until the operation completes.
@@ -81,6 +102,29 @@ class Mailbox {
   };
   static void arrive_event(void* mailbox, uint64_t message);
   void arrive(Message& m);
+  // The life of a message between isend and its arrival; each step as above.
+  void inject(const std::shared_ptr<Message>& m);
+  bool between_hosts(const MatchKey& key) const;
+  void depart(const std::shared_ptr<Message>& m);
+  void request_arrived(const std::shared_ptr<Message>& m);
+  void clear_to_send(const std::shared_ptr<Message>& m);
+  void start_flow(const std::shared_ptr<Message>& m);
+  // Copies the payload of `m` into its stash (nothing for meta buffers).
+  static void stash(Message& m);
+  // The send of `m` completes before its arrival (eager, or in a credit slot): its payload is
+  // stashed, since the sender may now reuse the buffer.
+  void buffered(Message& m);
+  // The matched receive of `m` (arrived) is taken, after the receiver's overhead.
+  void take(Message& m);
+  void complete_receive(Message& m);
+  static void depart_event(void* mailbox, uint64_t parked);
+  static void request_arrived_event(void* mailbox, uint64_t parked);
+  static void start_flow_event(void* mailbox, uint64_t parked);
+  static void receive_taken_event(void* mailbox, uint64_t parked);
+  // A message referred to by a scheduled event, by index: parked_ owns it until the event runs (or the
+  // run is torn down).
+  uint64_t park(std::shared_ptr<Message> m);
+  std::shared_ptr<Message> unpark(uint64_t index);
   static void check_sizes(const Message& m, const Receive& r);
 
   struct KeyHash {
@@ -96,8 +140,18 @@ class Mailbox {
   // The queue of `key` (an index into queues_), made if there is none.
   uint32_t queue_of(const MatchKey& key);
 
+  // A connection's credit slots (kCreditSlots), keyed by (group, source, destination, 0).
+  struct Credits {
+    int in_use = 0;
+    std::deque<std::shared_ptr<Message>> waiting;  // for a slot, first-come first-served
+  };
+
   World& world_;
   BlockLists::Owned blocks_;  // for the Message and Receive records
+  std::vector<std::shared_ptr<Message>> parked_;
+  std::vector<uint64_t> free_parked_;
+  std::map<MatchKey, Credits> credits_;
+  std::vector<Time> next_injection_;  // per world rank: the earliest its next injection may begin
   // The keys that have had a queue since the last sweep: a key used again (every step of a collective
   // uses the same few keys) finds its queue without inserting anything. Once the table has grown to
   // sweep_at_ keys, the keys whose queues are empty are dropped (an absent key and an empty queue match
