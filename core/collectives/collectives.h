@@ -102,8 +102,11 @@ inline int mod(int a, int n) {
 
 // ---- Algorithms ----------------------------------------------------------------------------------
 
-enum class AllreduceAlgo : uint8_t { kRing, kTree, kHalvingDoubling, kNative };
-std::string to_string(AllreduceAlgo algo);  // "ring", "tree", "halving_doubling", "native"
+// kRing, kTree and kHalvingDoubling are bulk-synchronous: every step's messages complete before the
+// next step's are sent. kNccl is what NCCL runs (core/collectives/nccl.h): its tuning model picks, per
+// call, the pipelined ring or the double binary tree and the channel count.
+enum class AllreduceAlgo : uint8_t { kRing, kTree, kHalvingDoubling, kNative, kNccl };
+std::string to_string(AllreduceAlgo algo);  // "ring", "tree", "halving_doubling", "native", "nccl"
 // The inverse of to_string; throws ConfigError naming the valid choices.
 AllreduceAlgo parse_allreduce_algo(std::string_view name);
 std::vector<std::string> allreduce_algo_names();
