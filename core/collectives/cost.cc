@@ -196,64 +196,27 @@ WireCost double_tree_allreduce_cost(int hosts, int ranks_per_host, Bytes size, B
       layout.hosts.back().push_back(h * ranks_per_host + i);
   }
   const int64_t n = (part.count() + slice.count() - 1) / slice.count();
-  // Up pass: a rank's step for slice j of part p is one more than its previous send's and than its
-  // children's for that slice; the down pass starts from the latest step of the up pass.
   std::vector<std::vector<TreePlace>> place(2);
   for (int tree = 0; tree < 2; ++tree)
     for (int r = 0; r < ranks; ++r)
       place[tree].push_back(double_tree_place(layout, r, tree));
-  std::vector<int64_t> clock(ranks, 0);
   int64_t links_max = 0;
+  int64_t height = 0;  // hops from the deepest rank to its tree's root, the deeper tree
   for (int r = 0; r < ranks; ++r) {
     int64_t links = 0;
-    for (int tree = 0; tree < 2; ++tree)
-      links += (place[tree][r].parent >= 0 ? 1 : 0) + static_cast<int64_t>(place[tree][r].children.size());
+    for (int tree = 0; tree < 2; ++tree) {
+      const TreePlace& p = place[tree][r];
+      links += (p.parent >= 0 ? 1 : 0) + static_cast<int64_t>(p.children.size());
+      int64_t depth = 0;
+      for (int u = r; place[tree][u].parent >= 0; u = place[tree][u].parent)
+        ++depth;
+      height = std::max(height, depth);
+    }
     links_max = std::max(links_max, links);
   }
-  // The steps by simulation of the step rule over the trees (ranks in an order where children come
-  // before parents: by depth, deepest first).
-  auto depth_order = [&](int tree) {
-    std::vector<std::pair<int, int>> by_depth;
-    for (int r = 0; r < ranks; ++r) {
-      int d = 0;
-      for (int u = r; place[tree][u].parent >= 0; u = place[tree][u].parent)
-        ++d;
-      by_depth.push_back({-d, r});
-    }
-    std::sort(by_depth.begin(), by_depth.end());
-    return by_depth;
-  };
-  std::vector<std::vector<std::pair<int, int>>> order = {depth_order(0), depth_order(1)};
-  for (int64_t j = 0; j < n; ++j)
-    for (int tree = 0; tree < 2; ++tree) {
-      std::vector<int64_t> ready(ranks, 0);  // latest step of this slice received from children
-      for (const auto& [neg_depth, r] : order[tree]) {
-        int64_t at = std::max(clock[r], ready[r]);
-        const TreePlace& p = place[tree][r];
-        if (p.parent >= 0) {
-          clock[r] = at + 1;
-          ready[p.parent] = std::max(ready[p.parent], clock[r]);
-        } else {
-          clock[r] = at;
-        }
-      }
-    }
-  for (int64_t j = 0; j < n; ++j)
-    for (int tree = 0; tree < 2; ++tree) {
-      std::vector<int64_t> ready(ranks, 0);  // step of this slice received from the parent
-      for (auto it = order[tree].rbegin(); it != order[tree].rend(); ++it) {
-        const int r = it->second;
-        const TreePlace& p = place[tree][r];
-        clock[r] = std::max(clock[r], ready[r]);
-        for (int child : p.children) {
-          clock[r] += 1;
-          ready[child] = clock[r];
-        }
-      }
-    }
-  int64_t steps = 0;
-  for (int64_t c : clock)
-    steps = std::max(steps, c);
+  // Slice n - 1 leaves the deepest rank n - 1 slices after slice 0, climbs `height` hops and comes
+  // back down as many.
+  const int64_t steps = 2 * height + n - 1;
   return {steps, part * links_max};
 }
 

@@ -52,8 +52,10 @@ WireCost pipelined_chain_cost(int ranks, Bytes size, int channels, Bytes slice);
 // The double binary tree allreduce on `hosts` hosts of `ranks_per_host` ranks, 2 max(1, C / 2) parts
 // of S / parts bytes in slices of at most `slice` bytes: every rank sends its part of each tree to its
 // parent and to each child, so the busiest rank sends (links in tree 0 + links in tree 1) S / 2 (for
-// C <= 3); steps: the up pass and the down pass one after the other, each as deep as the deeper tree
-// in slices, a rank sending its slices one after another.
+// C <= 3); steps: the pipeline's depth, 2 h + n - 1 for trees h hops high and n slices per part (the
+// flows of one rank interleave as their data arrives, so a rank's message order, and the step count
+// of the serial definition above, depend on timing: tests check the bytes, and that the serial count
+// is at least this depth).
 WireCost double_tree_allreduce_cost(int hosts, int ranks_per_host, Bytes size, Bytes slice);
 
 // Two-level forms on `hosts` hosts of `ranks_per_host` ranks each, numbered host by host, with a ring

@@ -262,9 +262,10 @@ TEST(NcclTrees, ChainsInsideHosts) {
   EXPECT_EQ(double_tree_place(layout, 0, 0), (TreePlace{-1, {3, 1}}));
   EXPECT_EQ(double_tree_place(layout, 3, 0), (TreePlace{0, {4}}));
   EXPECT_EQ(double_tree_place(layout, 5, 0), (TreePlace{4, {}}));
-  // Tree 1 mirrors the hosts: host 1 is the root.
-  EXPECT_EQ(double_tree_place(layout, 3, 1), (TreePlace{-1, {0, 4}}));
-  EXPECT_EQ(double_tree_place(layout, 0, 1), (TreePlace{3, {1}}));
+  // Tree 1 mirrors the hosts (host 1 is the root) and runs each chain the other way (heads 5 and 2).
+  EXPECT_EQ(double_tree_place(layout, 5, 1), (TreePlace{-1, {2, 4}}));
+  EXPECT_EQ(double_tree_place(layout, 2, 1), (TreePlace{5, {1}}));
+  EXPECT_EQ(double_tree_place(layout, 0, 1), (TreePlace{1, {}}));
 }
 
 // ---- The tuning model ----------------------------------------------------------------------------
