@@ -35,6 +35,11 @@
 //   broadcast, binomial, k segments           k ceil(lg P)                 ceil(lg P) S  (the root)
 //   broadcast, chain, k segments              P + k-2                      S
 //   alltoall, pairwise exchange               P-1                          (P-1) S/P
+//   NCCL's algorithms (core/collectives/nccl.h), C channels, n slices per channel chunk:
+//   reduce_scatter / allgather, pipelined     (P-1) n C                    (P-1) S/P
+//   allreduce, pipelined ring                 2(P-1) n C                   2(P-1) S/P
+//   broadcast / reduce, pipelined chain       P + n C - 2                  S
+//   allreduce, double binary tree, h hops     >= 2h + n - 1                (links in both trees) S/2
 //   Hierarchical, intra-host chains of k segments (Q >= 3; chosen when S >= Q x segment, see
 //   IntraHostOptions):
 //   hierarchical allreduce                    2(Q + k-2) + 2(H-1)          max(2S, S + 2(H-1) S/H)
