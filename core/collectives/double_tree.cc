@@ -57,7 +57,8 @@ NodeLinks dtree_links(int nodes, int node, int tree) {
 namespace {
 
 // Where a rank sits: its host and its place in that host's chain for `tree` (tree 0 runs the host's
-// ranks in order, tree 1 the other way, so that on hosts of two or more ranks no rank heads its host in both trees).
+// ranks in order, tree 1 the other way, so that on hosts of two or more ranks no rank heads its host in
+// both trees).
 struct Seat {
   int host = -1;
   int link = -1;  // position in the tree's chain: 0 is the host's head
@@ -95,7 +96,8 @@ TreePlace double_tree_place(const HostLayout& layout, int rank, int tree) {
     for (int child : {links.child0, links.child1})
       if (child >= 0) place.children.push_back(chain_rank(layout, child, 0, tree));
   }
-  if (seat.link + 1 < chain) place.children.push_back(chain_rank(layout, seat.host, seat.link + 1, tree));
+  if (seat.link + 1 < chain)
+    place.children.push_back(chain_rank(layout, seat.host, seat.link + 1, tree));
   return place;
 }
 
@@ -155,7 +157,8 @@ Reach reach_of(const HostLayout& layout, int rank, int tree, double intra_hop, d
   reach.up = seat.link == 0 ? host_height(seat.host) : (chain - 1 - seat.link) * intra_hop;
   int root = seat.host;
   double depth = seat.link * intra_hop;
-  for (int up = dtree_links(nodes, root, tree).parent; up >= 0; up = dtree_links(nodes, up, tree).parent) {
+  for (int up = dtree_links(nodes, root, tree).parent; up >= 0;
+       up = dtree_links(nodes, up, tree).parent) {
     depth += inter_hop;
     root = up;
   }
@@ -193,7 +196,8 @@ void double_tree_allreduce(Transport& transport, const BufferView& data, ReduceO
   double slice_time = 0.1;
   if (const std::optional<LinkHint> hint = transport.link_hint()) {
     const double slice_bytes = static_cast<double>(slice * size_of(data.dtype()));
-    intra_hop = 2 * hint->intra_host_latency.seconds() + slice_bytes / hint->intra_host.bytes_per_second();
+    intra_hop =
+        2 * hint->intra_host_latency.seconds() + slice_bytes / hint->intra_host.bytes_per_second();
     inter_hop = 2 * (hint->intra_host_latency + hint->inter_host_latency).seconds() +
                 slice_bytes / hint->inter_host.bytes_per_second();
     slice_time = slice_bytes / hint->inter_host.bytes_per_second();
@@ -256,7 +260,8 @@ void double_tree_allreduce(Transport& transport, const BufferView& data, ReduceO
         slots += count;
       }
       if (place[p].parent >= 0) {
-        messages.push_back({key_of(place[p].parent, true, p, j), place[p].parent, true, p, j, slots, nullptr});
+        messages.push_back(
+            {key_of(place[p].parent, true, p, j), place[p].parent, true, p, j, slots, nullptr});
         slots += count;
       }
     }
@@ -270,7 +275,8 @@ void double_tree_allreduce(Transport& transport, const BufferView& data, ReduceO
     for (int p = 0; p < parts; ++p)
       of_item[static_cast<size_t>(d * parts + p)].resize(slices_of(p));
   for (Message& m : messages) {
-    m.request = transport.irecv(incoming.view().slice(m.slot, piece_of(m.part, m.slice).count()), m.from, tag);
+    m.request =
+        transport.irecv(incoming.view().slice(m.slot, piece_of(m.part, m.slice).count()), m.from, tag);
     of_item[static_cast<size_t>((m.down ? 1 : 0) * parts + m.part)][m.slice].push_back(&m);
   }
 

@@ -45,10 +45,10 @@ constexpr int kAllreduceSliceSteps = kNcclSteps / 4;
 constexpr int kBroadcastSliceSteps = 1;
 
 struct PipelineOptions {
-  int channels = 1;                          // C >= 1
-  Bytes step = kNcclStepSize;                // > 0
-  int slice_steps = kAllreduceSliceSteps;    // >= 1, <= slots
-  int slots = kNcclSteps;                    // >= 1
+  int channels = 1;                        // C >= 1
+  Bytes step = kNcclStepSize;              // > 0
+  int slice_steps = kAllreduceSliceSteps;  // >= 1, <= slots
+  int slots = kNcclSteps;                  // >= 1
   // Slices of one channel in flight to one peer: slots / slice_steps.
   int slices_in_flight() const;
   // Elements per slice for `element_bytes`-byte elements: step x slice_steps, whole elements, >= 1.
@@ -115,16 +115,16 @@ std::string to_string(NcclAlgo algo);  // "ring", "tree"
 
 // What NCCL's model needs to know of a communicator.
 struct NcclTopology {
-  int nodes = 1;                 // nNodes
-  int ranks = 1;                 // nRanks
+  int nodes = 1;  // nNodes
+  int ranks = 1;  // nRanks
   // graphs[a]->bwIntra, bwInter: bus bandwidth of all channels together (NCCL's per-channel figure
   // times nChannels) inside a node and across nodes.
   Bandwidth intra_bandwidth;
   Bandwidth inter_bandwidth;
-  bool nvlink = true;            // typeIntra == LINK_NVL (else PCI)
-  Time inter_latency;            // graphs[a]->latencyInter, added to the NET latency (twice: flush)
-  int compute_capability = 70;   // minCompCap: the paper's V100 (SM 7.0)
-  int max_channels = 2;          // comm->nChannels
+  bool nvlink = true;           // typeIntra == LINK_NVL (else PCI)
+  Time inter_latency;           // graphs[a]->latencyInter, added to the NET latency (twice: flush)
+  int compute_capability = 70;  // minCompCap: the paper's V100 (SM 7.0)
+  int max_channels = 2;         // comm->nChannels
 };
 
 // The topology of `transport`: nodes and ranks from host_layout, bandwidths and the inter-node

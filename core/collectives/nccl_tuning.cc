@@ -14,13 +14,13 @@ namespace bagua::collectives {
 namespace {
 
 // ---- Constants of src/graph/tuning.cc (ncclTunerConstantsDefaults), Simple protocol, in us --------
-constexpr double kBaseLatencyUs = 8.4;         // baseLatencies[Tree][Simple] = [Ring][Simple]
-constexpr double kTreeNvlinkLatencyUs = 4.0;   // hwLatencies[NVLINK][Tree][Simple]
-constexpr double kRingNvlinkLatencyUs = 3.4;   // hwLatencies[NVLINK][Ring][Simple]
-constexpr double kTreePciLatencyUs = 4.0;      // hwLatencies[PCI][Tree][Simple]
-constexpr double kRingPciLatencyUs = 5.7;      // hwLatencies[PCI][Ring][Simple]
-constexpr double kTreeNetLatencyUs = 14.0;     // hwLatencies[NET][Tree][Simple]
-constexpr double kRingNetLatencyUs = 14.0;     // hwLatencies[NET][Ring][Simple]
+constexpr double kBaseLatencyUs = 8.4;        // baseLatencies[Tree][Simple] = [Ring][Simple]
+constexpr double kTreeNvlinkLatencyUs = 4.0;  // hwLatencies[NVLINK][Tree][Simple]
+constexpr double kRingNvlinkLatencyUs = 3.4;  // hwLatencies[NVLINK][Ring][Simple]
+constexpr double kTreePciLatencyUs = 4.0;     // hwLatencies[PCI][Tree][Simple]
+constexpr double kRingPciLatencyUs = 5.7;     // hwLatencies[PCI][Ring][Simple]
+constexpr double kTreeNetLatencyUs = 14.0;    // hwLatencies[NET][Tree][Simple]
+constexpr double kRingNetLatencyUs = 14.0;    // hwLatencies[NET][Ring][Simple]
 // getNetOverhead: 1 us on x86 Intel (and by default), times 3 for Simple (ncclTopoTuneModel).
 constexpr double kNetOverheadUs = 1.0;
 constexpr double kSimpleNetOverheadFactor = 3.0;
@@ -63,7 +63,10 @@ int log2i(int64_t n) {  // floor(log2 n), -1 for n < 1 (NCCL's log2i)
 }
 
 int compcap_index(int compute_capability) {
-  return compute_capability >= 100 ? 3 : compute_capability >= 90 ? 2 : compute_capability >= 80 ? 1 : 0;
+  return compute_capability >= 100  ? 3
+         : compute_capability >= 90 ? 2
+         : compute_capability >= 80 ? 1
+                                    : 0;
 }
 
 // The bus bandwidth of all channels: the intra-node links on one node; across nodes a ring or tree
@@ -139,7 +142,8 @@ double nccl_bandwidth_gbs(const NcclTopology& topo, NcclAlgo algo, Bytes bytes) 
   const double bus = bus_bandwidth_gbs(topo);
   if (algo == NcclAlgo::kRing) return bus * ranks / (2.0 * (ranks - 1));  // busBw x nRanks / nsteps
   const int index2 = topo.nodes <= 2 ? topo.nodes - 1 : 2;
-  const double cap = topo.max_channels * kPerChannelMaxTreeBw[compcap_index(topo.compute_capability)][index2];
+  const double cap =
+      topo.max_channels * kPerChannelMaxTreeBw[compcap_index(topo.compute_capability)][index2];
   double algo_bw = std::min(bus * kTreeBusFactor, cap) * kTreeAlgoRatio;
   const int log_size = log2i(bytes.count() >> 6);
   if (log_size >= 0 && log_size < kTreeCorrectionSizes) algo_bw *= kTreeCorrection[log_size];
@@ -154,7 +158,8 @@ double nccl_time_us(const NcclTopology& topo, NcclAlgo algo, Bytes bytes) {
 
 int nccl_channels(const NcclTopology& topo, NcclAlgo algo, Bytes bytes) {
   check(topo);
-  const bool pci_ring = algo == NcclAlgo::kRing && gigabytes_per_second(topo.intra_bandwidth) <= kPciBwGBs;
+  const bool pci_ring =
+      algo == NcclAlgo::kRing && gigabytes_per_second(topo.intra_bandwidth) <= kPciBwGBs;
   const int64_t threads = pci_ring ? kSimplePciThreads : kSimpleMaxThreads;
   int channels = topo.max_channels;
   while (channels >= 2 && bytes.count() < channels * threads * kSimpleThreadThreshold)
@@ -180,14 +185,16 @@ std::string describe(const NcclTopology& topo, Bytes bytes) {
                 static_cast<long long>(bytes.count()));
   out += line;
   for (NcclAlgo algo : {NcclAlgo::kRing, NcclAlgo::kTree}) {
-    std::snprintf(line, sizeof line, "  %-4s latency %10.1f us  bandwidth %8.3f GB/s  time %12.1f us  channels %d\n",
+    std::snprintf(line, sizeof line,
+                  "  %-4s latency %10.1f us  bandwidth %8.3f GB/s  time %12.1f us  channels %d\n",
                   to_string(algo).c_str(), nccl_latency_us(topo, algo, bytes),
                   nccl_bandwidth_gbs(topo, algo, bytes), nccl_time_us(topo, algo, bytes),
                   nccl_channels(topo, algo, bytes));
     out += line;
   }
   const NcclChoice choice = nccl_choose(topo, bytes);
-  out += "  choice: " + to_string(choice.algo) + " on " + std::to_string(choice.channels) + " channel(s)\n";
+  out += "  choice: " + to_string(choice.algo) + " on " + std::to_string(choice.channels) +
+         " channel(s)\n";
   return out;
 }
 

@@ -57,9 +57,8 @@ TEST(NcclSimulatedTime, BroadcastWithOneSliceInFlightIsTheChainFormula) {
   // P = 4, S = 5 MB in n = 4 slices of 1.25 MB, one in flight: slice j leaves position p at
   // (p + j) u, so the last lands after P + n - 2 = 6 u = 6 x 102'000 = 612'000 ns.
   const Buffer data = Buffer::meta(DType::kF32, 5'000'000 / 4);
-  const Time t = simulate(star(4), [&](Transport& tr) {
-    pipelined_broadcast(tr, data, 0, 1, pipeline(1'250'000, 1));
-  });
+  const Time t = simulate(
+      star(4), [&](Transport& tr) { pipelined_broadcast(tr, data, 0, 1, pipeline(1'250'000, 1)); });
   EXPECT_EQ(t.nanoseconds(), 6 * u_ns(1'250'000));
   EXPECT_EQ(t.nanoseconds(), 612'000);
 }
@@ -74,7 +73,8 @@ TEST(NcclSimulatedTime, RingAllreduceWithOneSliceInFlight) {
     pipelined_ring_allreduce(tr, data, ReduceOp::kSum, 1, pipeline(1'250'000, 1));
   });
   EXPECT_EQ(t.nanoseconds(), 8 * u_ns(1'250'000));
-  const Time bulk = simulate(star(3), [&](Transport& tr) { ring_allreduce(tr, data, ReduceOp::kSum, 1); });
+  const Time bulk =
+      simulate(star(3), [&](Transport& tr) { ring_allreduce(tr, data, ReduceOp::kSum, 1); });
   EXPECT_EQ(bulk.nanoseconds(), 4 * u_ns(2'500'000));
 }
 
@@ -107,7 +107,8 @@ LatencyCase latency_case() {
   });
   PipelineOptions wide;
   wide.slots = 16;  // 16 / ALLREDUCE_SLICESTEPS = 8 in flight
-  c.wide = simulate(spec, [&](Transport& tr) { pipelined_ring_allreduce(tr, data, ReduceOp::kSum, 1, wide); });
+  c.wide = simulate(
+      spec, [&](Transport& tr) { pipelined_ring_allreduce(tr, data, ReduceOp::kSum, 1, wide); });
   return c;
 }
 

@@ -108,7 +108,8 @@ TEST_P(Nccl, PipelinedReduceScatterAndAllgather) {
               expect_elements(
                   gathered, part.offset + theirs.offset, part.offset + theirs.end(),
                   [&](size_t i) { return contribution(r, t.size(), i); }, t.rank(),
-                  describe("pipelined allgather", dtype, count, name(o) + " chunk " + std::to_string(r)));
+                  describe("pipelined allgather", dtype, count,
+                           name(o) + " chunk " + std::to_string(r)));
             }
           }
         }
@@ -131,14 +132,16 @@ TEST_P(Nccl, PipelinedBroadcastAndReduceFromEveryKindOfRoot) {
           pipelined_broadcast(t, data, root, 4, o);
           expect_elements(
               data, 0, count, [&](size_t i) { return contribution(root, t.size(), i); }, t.rank(),
-              describe("pipelined broadcast", DType::kF32, count, name(o) + " root " + std::to_string(root)));
+              describe("pipelined broadcast", DType::kF32, count,
+                       name(o) + " root " + std::to_string(root)));
           const Buffer sum = Buffer::host(DType::kI32, count);
           fill_contribution(sum, t.rank(), t.size());
           pipelined_reduce(t, sum, root, ReduceOp::kSum, 5, o);
           if (t.rank() == root)
             expect_elements(
                 sum, 0, count, [&](size_t i) { return reduced(ReduceOp::kSum, t.size(), i); }, t.rank(),
-                describe("pipelined reduce", DType::kI32, count, name(o) + " root " + std::to_string(root)));
+                describe("pipelined reduce", DType::kI32, count,
+                         name(o) + " root " + std::to_string(root)));
         }
   });
 }
@@ -192,8 +195,8 @@ INSTANTIATE_TEST_SUITE_P(Worlds, Nccl, ::testing::ValuesIn(testing::all_worlds()
 
 TEST(NcclPipeline, OptionsAreValidated) {
   PipelineOptions o;
-  EXPECT_EQ(o.slices_in_flight(), 4);                   // NCCL_STEPS 8 / ALLREDUCE_SLICESTEPS 2
-  EXPECT_EQ(o.slice_elements(4), size_t{1} << 18);      // 2 x 512 KiB of f32
+  EXPECT_EQ(o.slices_in_flight(), 4);                     // NCCL_STEPS 8 / ALLREDUCE_SLICESTEPS 2
+  EXPECT_EQ(o.slice_elements(4), size_t{1} << 18);        // 2 x 512 KiB of f32
   EXPECT_EQ(broadcast_pipeline().slices_in_flight(), 8);  // BROADCAST_SLICESTEPS 1
   o.channels = 0;
   EXPECT_THROW(validate(o), ConfigError);
@@ -211,7 +214,8 @@ TEST(NcclPipeline, OptionsAreValidated) {
 
 TEST(NcclTrees, BtreeIsNcclsTree) {
   // ncclGetBtree on 4 nodes: 0 -> 2 -> {1, 3}. On 5: 0 -> 4 -> 2 -> {1, 3}
-  //   (node 4: bit 4, parent 0 | 8 = 8 >= 5 so 4 ^ 4 = 0; children 4 - 2 = 2, and 4 + 2, 4 + 1 are out).
+  //   (node 4: bit 4, parent 0 | 8 = 8 >= 5 so 4 ^ 4 = 0; children 4 - 2 = 2, and 4 + 2, 4 + 1 are
+  //   out).
   EXPECT_EQ(btree_links(4, 0).child1, 2);
   EXPECT_EQ(btree_links(4, 2).parent, 0);
   EXPECT_EQ(btree_links(4, 2).child0, 1);
@@ -241,7 +245,8 @@ TEST(NcclTrees, BothTreesSpanEveryNodeAndLinksAgree) {
           continue;
         }
         const NodeLinks p = dtree_links(nodes, l.parent, tree);
-        EXPECT_TRUE(p.child0 == i || p.child1 == i) << nodes << " nodes, tree " << tree << ", node " << i;
+        EXPECT_TRUE(p.child0 == i || p.child1 == i)
+            << nodes << " nodes, tree " << tree << ", node " << i;
         // Following parents reaches the root within `nodes` hops (no cycle).
         int up = i;
         int hops = 0;
