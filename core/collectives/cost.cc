@@ -142,8 +142,8 @@ WireCost allreduce_cost(AllreduceAlgo algo, int ranks, Bytes size) {
       return halving_doubling_allreduce_cost(ranks, size);
     case AllreduceAlgo::kNccl:
       throw ConfigError(
-          "allreduce_cost: 'nccl' depends on the topology (nccl_choose); cost the pipelined ring or the "
-          "double binary tree");
+          "allreduce_cost: 'nccl' depends on the topology (nccl_choose); cost the pipelined ring "
+          "or the double binary tree");
   }
   return {};
 }
@@ -153,7 +153,8 @@ namespace {
 // Slices per channel chunk: ceil(S / (C P slice)), S divisible by C P.
 int64_t slices_per_chunk(int ranks, Bytes size, int channels, Bytes slice, const char* who) {
   const Bytes chunk = per_rank(ranks * channels, size, who);
-  if (slice.count() <= 0) throw ConfigError(std::string(who) + ": slice of " + std::to_string(slice.count()) + " bytes");
+  if (slice.count() <= 0)
+    throw ConfigError(std::string(who) + ": slice of " + std::to_string(slice.count()) + " bytes");
   return (chunk.count() + slice.count() - 1) / slice.count();
 }
 

@@ -97,14 +97,15 @@ NodeLinks btree_links(int nodes, int node);
 NodeLinks dtree_links(int nodes, int node, int tree);  // tree 0 or 1
 
 // Rank `rank`'s place in tree `tree` of the double binary tree over `layout`'s hosts: the hosts form
-// ncclGetDtree's trees, and inside a host its ranks form a chain, the host's lowest rank (its head)
-// linked to the other hosts' heads, local rank i to i - 1 and i + 1.
+// ncclGetDtree's trees, and inside a host its ranks form a chain, its head linked to the other hosts'
+// heads: in tree 0 the host's ranks in order (the lowest heads it), in tree 1 the other way.
 TreePlace double_tree_place(const HostLayout& layout, int rank, int tree);
 
 // Allreduce by two binary trees: the buffer is cut into 2 max(1, C / 2) parts, part p reduced up tree
 // p mod 2 and broadcast back down it, slice by slice (slices_in_flight per peer), as NCCL's
-// runTreeUpDown (src/device/all_reduce.h) does on each channel. The up pass finishes before the down
-// pass starts (NCCL overlaps them for large buffers; NCCL picks the tree for small ones).
+// runTreeUpDown (src/device/all_reduce.h) does on each channel; a slice goes down as soon as the root
+// has it. One rank's code serves both trees and both directions in the order their data should
+// arrive (double_tree.cc), where NCCL gives each channel its own thread block.
 void double_tree_allreduce(Transport& transport, const BufferView& data, ReduceOp op, Tag tag,
                            const PipelineOptions& options = {});
 

@@ -2,7 +2,6 @@
 // P = 2 or 4 ranks (the whole job), of P - 1 ranks (odd: 3, or a single rank), hosts of 1, 2, 3 and
 // all ranks for the hierarchical forms, and element counts 0, 1, not divisible by P, and large.
 #include "core/collectives/collectives.h"
-#include "core/collectives/nccl.h"
 
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -10,6 +9,7 @@
 #include <functional>
 #include <vector>
 
+#include "core/collectives/nccl.h"
 #include "core/ops.h"
 #include "runtime/mpi/transport.h"
 #include "tests/runtime/mpi/collective_values.h"

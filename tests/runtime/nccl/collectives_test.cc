@@ -3,12 +3,12 @@
 // hierarchical forms over emulated hosts of 1 and of all ranks, element counts 0, 1, not divisible by
 // P, and large.
 #include "core/collectives/collectives.h"
-#include "core/collectives/nccl.h"
 
 #include <mpi.h>
 
 #include <vector>
 
+#include "core/collectives/nccl.h"
 #include "runtime/mpi/transport.h"
 #include "tests/runtime/mpi/collective_values.h"
 #include "tests/runtime/nccl/support.h"
@@ -71,6 +71,7 @@ TEST_F(NcclCollectives, NcclsAlgorithmsAgreeWithNcclAllReduce) {
       Buffer native = on_device(contributions(t.rank(), count));
       collectives::allreduce(t, native, ReduceOp::kSum, 40, AllreduceAlgo::kNative);
       const std::vector<int32_t> expected = on_host<int32_t>(native);
+      constexpr const char* kNames[] = {"pipelined ring", "double tree", "nccl"};
       for (int which = 0; which < 3; ++which) {
         collectives::PipelineOptions o;
         o.channels = 2;
@@ -79,8 +80,7 @@ TEST_F(NcclCollectives, NcclsAlgorithmsAgreeWithNcclAllReduce) {
         if (which == 1) collectives::double_tree_allreduce(t, data, ReduceOp::kSum, 42, o);
         if (which == 2) collectives::allreduce(t, data, ReduceOp::kSum, 43, AllreduceAlgo::kNccl);
         EXPECT_EQ(first_mismatch(on_host<int32_t>(data), [&](size_t i) { return expected[i]; }), "")
-            << (which == 0 ? "pipelined ring" : which == 1 ? "double tree" : "nccl") << " P=" << t.size()
-            << " count " << count;
+            << kNames[which] << " P=" << t.size() << " count " << count;
       }
     }
   });
