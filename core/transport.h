@@ -17,11 +17,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "core/buffer.h"
+#include "core/units.h"
 
 namespace bagua {
 
@@ -34,6 +36,16 @@ class Request {
   virtual void wait() = 0;  // block the calling stream until it has
 };
 using RequestPtr = std::unique_ptr<Request>;
+
+// The nominal links of a group's cluster, for cost models that must know them before running (NCCL's
+// tuning model, core/collectives/nccl.h): one rank's link to another rank on its host, and a host's
+// network link. What the cluster is built with, not what a measurement found.
+struct LinkHint {
+  Bandwidth intra_host;
+  Time intra_host_latency;
+  Bandwidth inter_host;
+  Time inter_host_latency;
+};
 
 void wait_all(std::span<RequestPtr> requests);
 
@@ -56,6 +68,10 @@ class Transport {
   // The backend's own allreduce (MPI_Allreduce, ncclAllReduce), in place, offered as a baseline.
   // Returns false when the backend has none; collectives then run the reference ring instead.
   virtual bool native_allreduce(const BufferView& data, ReduceOp op) { return false; }
+
+  // The nominal links of this group's cluster where the backend knows them (the simulator does);
+  // empty otherwise, and cost models fall back to their own defaults.
+  virtual std::optional<LinkHint> link_hint() const { return std::nullopt; }
 
   void send(const BufferView& data, int dst, Tag tag) { isend(data, dst, tag)->wait(); }
   void recv(const BufferView& data, int src, Tag tag) { irecv(data, src, tag)->wait(); }

@@ -422,6 +422,12 @@ RequestPtr SimTransport::irecv(const BufferView& data, int src, Tag tag) {
   return RequestPtr(new (world_.mailbox.blocks()) ReceiveRequest(world_.mailbox, std::move(r)));
 }
 
+std::optional<LinkHint> SimTransport::link_hint() const {
+  const ClusterSpec& spec = world_.spec;
+  return LinkHint{spec.intra_host.bandwidth, spec.intra_host.latency, spec.nic.bandwidth,
+                  spec.nic.latency};
+}
+
 std::unique_ptr<Transport> SimTransport::subgroup(std::span<const int> ranks) {
   const int me = subgroup_position(*this, ranks);
   std::vector<int> members;

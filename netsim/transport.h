@@ -174,6 +174,7 @@ class SimTransport final : public Transport {
   RequestPtr isend(const BufferView& data, int dst, Tag tag) override;
   RequestPtr irecv(const BufferView& data, int src, Tag tag) override;
   std::unique_ptr<Transport> subgroup(std::span<const int> ranks) override;
+  std::optional<LinkHint> link_hint() const override;
   // native_allreduce: not offered (the default returns false), collectives run the reference algorithm.
 
  private:

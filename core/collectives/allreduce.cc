@@ -4,6 +4,7 @@
 
 #include "core/check.h"
 #include "core/collectives/collectives.h"
+#include "core/collectives/nccl.h"
 #include "core/ops.h"
 
 namespace bagua::collectives {
@@ -11,7 +12,8 @@ namespace bagua::collectives {
 namespace {
 
 constexpr AllreduceAlgo kAllreduceAlgos[] = {AllreduceAlgo::kRing, AllreduceAlgo::kTree,
-                                             AllreduceAlgo::kHalvingDoubling, AllreduceAlgo::kNative};
+                                             AllreduceAlgo::kHalvingDoubling, AllreduceAlgo::kNative,
+                                             AllreduceAlgo::kNccl};
 constexpr BroadcastAlgo kBroadcastAlgos[] = {BroadcastAlgo::kBinomial, BroadcastAlgo::kChain};
 constexpr ReduceAlgo kReduceAlgos[] = {ReduceAlgo::kBinomial, ReduceAlgo::kChain};
 constexpr IntraHostAlgo kIntraHostAlgos[] = {IntraHostAlgo::kAuto, IntraHostAlgo::kBinomial,
@@ -47,6 +49,8 @@ std::string to_string(AllreduceAlgo algo) {
       return "halving_doubling";
     case AllreduceAlgo::kNative:
       return "native";
+    case AllreduceAlgo::kNccl:
+      return "nccl";
   }
   return "?";
 }
@@ -119,6 +123,9 @@ void allreduce(Transport& transport, const BufferView& data, ReduceOp op, Tag ta
       return;
     case AllreduceAlgo::kNative:
       if (!transport.native_allreduce(data, op)) ring_allreduce(transport, data, op, tag);
+      return;
+    case AllreduceAlgo::kNccl:
+      nccl_allreduce(transport, data, op, tag);
       return;
   }
   BAGUA_CHECK(false, "allreduce: unknown algorithm " + std::to_string(static_cast<int>(algo)));

@@ -37,6 +37,11 @@
 //   alltoall, pairwise exchange               P-1                          (P-1) S/P
 //   neighbour_exchange, P >= 3                2                            2S
 //   neighbour_exchange, P = 2                 1                            S
+//   NCCL's algorithms (core/collectives/nccl.h), C channels, n slices per channel chunk:
+//   reduce_scatter / allgather, pipelined     (P-1) n C                    (P-1) S/P
+//   allreduce, pipelined ring                 2(P-1) n C                   2(P-1) S/P
+//   broadcast / reduce, pipelined chain       P + n C - 2                  S
+//   allreduce, double binary tree, h hops     >= 2h + n - 1                (links in both trees) S/2
 //   Hierarchical, intra-host chains of k segments (Q >= 3; chosen when S >= Q x segment, see
 //   IntraHostOptions):
 //   hierarchical allreduce                    2(Q + k-2) + 2(H-1)          max(2S, S + 2(H-1) S/H)
@@ -104,8 +109,11 @@ inline int mod(int a, int n) {
 
 // ---- Algorithms ----------------------------------------------------------------------------------
 
-enum class AllreduceAlgo : uint8_t { kRing, kTree, kHalvingDoubling, kNative };
-std::string to_string(AllreduceAlgo algo);  // "ring", "tree", "halving_doubling", "native"
+// kRing, kTree and kHalvingDoubling are bulk-synchronous: every step's messages complete before the
+// next step's are sent. kNccl is what NCCL runs (core/collectives/nccl.h): its tuning model picks, per
+// call, the pipelined ring or the double binary tree and the channel count.
+enum class AllreduceAlgo : uint8_t { kRing, kTree, kHalvingDoubling, kNative, kNccl };
+std::string to_string(AllreduceAlgo algo);  // "ring", "tree", "halving_doubling", "native", "nccl"
 // The inverse of to_string; throws ConfigError naming the valid choices.
 AllreduceAlgo parse_allreduce_algo(std::string_view name);
 std::vector<std::string> allreduce_algo_names();

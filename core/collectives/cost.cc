@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/check.h"
+#include "core/collectives/nccl.h"
 
 namespace bagua::collectives {
 
@@ -137,8 +140,85 @@ WireCost allreduce_cost(AllreduceAlgo algo, int ranks, Bytes size) {
       return tree_allreduce_cost(ranks, size);
     case AllreduceAlgo::kHalvingDoubling:
       return halving_doubling_allreduce_cost(ranks, size);
+    case AllreduceAlgo::kNccl:
+      throw ConfigError(
+          "allreduce_cost: 'nccl' depends on the topology (nccl_choose); cost the pipelined ring "
+          "or the double binary tree");
   }
   return {};
+}
+
+namespace {
+
+// Slices per channel chunk: ceil(S / (C P slice)), S divisible by C P.
+int64_t slices_per_chunk(int ranks, Bytes size, int channels, Bytes slice, const char* who) {
+  const Bytes chunk = per_rank(ranks * channels, size, who);
+  if (slice.count() <= 0)
+    throw ConfigError(std::string(who) + ": slice of " + std::to_string(slice.count()) + " bytes");
+  return (chunk.count() + slice.count() - 1) / slice.count();
+}
+
+}  // namespace
+
+WireCost pipelined_reduce_scatter_cost(int ranks, Bytes size, int channels, Bytes slice) {
+  const int64_t n = slices_per_chunk(ranks, size, channels, slice, "pipelined_reduce_scatter_cost");
+  if (nothing_moves(ranks, size)) return {};
+  return {(ranks - 1) * n * channels, Bytes(size.count() / ranks) * (ranks - 1)};
+}
+
+WireCost pipelined_allgather_cost(int ranks, Bytes size, int channels, Bytes slice) {
+  return pipelined_reduce_scatter_cost(ranks, size, channels, slice);
+}
+
+WireCost pipelined_ring_allreduce_cost(int ranks, Bytes size, int channels, Bytes slice) {
+  const WireCost half = pipelined_reduce_scatter_cost(ranks, size, channels, slice);
+  return {2 * half.steps, half.sent * 2};
+}
+
+WireCost pipelined_chain_cost(int ranks, Bytes size, int channels, Bytes slice) {
+  check_shape(ranks, size, "pipelined_chain_cost");
+  if (nothing_moves(ranks, size)) return {};
+  const Bytes part = per_rank(channels, size, "pipelined_chain_cost");
+  const int64_t n = (part.count() + slice.count() - 1) / slice.count();
+  // Slice m (in posting order) leaves position p at step m + p + 1; the last position receives the
+  // last of n C from position P - 2 at step n C + P - 2.
+  return {ranks + n * channels - 2, size};
+}
+
+WireCost double_tree_allreduce_cost(int hosts, int ranks_per_host, Bytes size, Bytes slice) {
+  const int ranks = hosts * ranks_per_host;
+  const Bytes part = per_rank(2, size, "double_tree_allreduce_cost");
+  check_shape(ranks, size, "double_tree_allreduce_cost");
+  if (nothing_moves(ranks, size)) return {};
+  HostLayout layout;
+  for (int h = 0; h < hosts; ++h) {
+    layout.hosts.emplace_back();
+    for (int i = 0; i < ranks_per_host; ++i)
+      layout.hosts.back().push_back(h * ranks_per_host + i);
+  }
+  const int64_t n = (part.count() + slice.count() - 1) / slice.count();
+  std::vector<std::vector<TreePlace>> place(2);
+  for (int tree = 0; tree < 2; ++tree)
+    for (int r = 0; r < ranks; ++r)
+      place[tree].push_back(double_tree_place(layout, r, tree));
+  int64_t links_max = 0;
+  int64_t height = 0;  // hops from the deepest rank to its tree's root, the deeper tree
+  for (int r = 0; r < ranks; ++r) {
+    int64_t links = 0;
+    for (int tree = 0; tree < 2; ++tree) {
+      const TreePlace& p = place[tree][r];
+      links += (p.parent >= 0 ? 1 : 0) + static_cast<int64_t>(p.children.size());
+      int64_t depth = 0;
+      for (int u = r; place[tree][u].parent >= 0; u = place[tree][u].parent)
+        ++depth;
+      height = std::max(height, depth);
+    }
+    links_max = std::max(links_max, links);
+  }
+  // Slice n - 1 leaves the deepest rank n - 1 slices after slice 0, climbs `height` hops and comes
+  // back down as many.
+  const int64_t steps = 2 * height + n - 1;
+  return {steps, part * links_max};
 }
 
 WireCost alltoall_cost(int ranks, Bytes size) {

@@ -31,7 +31,8 @@ WireCost ring_allreduce_cost(int ranks, Bytes size);
 // `segments` = k, the number of segments the buffer is moved in.
 WireCost tree_allreduce_cost(int ranks, Bytes size, int segments = 1);
 WireCost halving_doubling_allreduce_cost(int ranks, Bytes size);
-// kNative is costed as the ring it falls back to.
+// kNative is costed as the ring it falls back to. kNccl's cost depends on the topology and the size
+// (nccl_choose): ConfigError here; cost the pipelined ring or the double binary tree below.
 WireCost allreduce_cost(AllreduceAlgo algo, int ranks, Bytes size);
 WireCost reduce_cost(int ranks, Bytes size, int segments = 1);  // binomial
 WireCost reduce_cost(ReduceAlgo algo, int ranks, Bytes size, int segments = 1);
@@ -39,6 +40,25 @@ WireCost broadcast_cost(BroadcastAlgo algo, int ranks, Bytes size, int segments 
 WireCost alltoall_cost(int ranks, Bytes size);
 // `size` = S, the bytes every rank sends to each distinct ring neighbour.
 WireCost neighbour_exchange_cost(int ranks, Bytes size);
+
+// NCCL's pipelined ring (core/collectives/nccl.h) on C = `channels` channels in slices of at most
+// `slice` bytes, for S divisible by C P: each channel's chunk of S / (C P) bytes moves in
+// n = ceil(S / (C P slice)) slices, and a rank sends each slice of each channel of each step, one
+// message after another: steps = (ring steps) n C, bytes as the bulk ring. (With the window never
+// binding and one slice per link at a time, the critical path is ring steps + n - 1 slice times: see
+// docs/algorithms.md.) Broadcast and reduce: the chain, P + n C - 2 steps, S bytes.
+WireCost pipelined_reduce_scatter_cost(int ranks, Bytes size, int channels, Bytes slice);
+WireCost pipelined_allgather_cost(int ranks, Bytes size, int channels, Bytes slice);
+WireCost pipelined_ring_allreduce_cost(int ranks, Bytes size, int channels, Bytes slice);
+WireCost pipelined_chain_cost(int ranks, Bytes size, int channels, Bytes slice);  // broadcast, reduce
+// The double binary tree allreduce on `hosts` hosts of `ranks_per_host` ranks, 2 max(1, C / 2) parts
+// of S / parts bytes in slices of at most `slice` bytes: every rank sends its part of each tree to its
+// parent and to each child, so the busiest rank sends (links in tree 0 + links in tree 1) S / 2 (for
+// C <= 3); steps: the pipeline's depth, 2 h + n - 1 for trees h hops high and n slices per part (the
+// flows of one rank interleave as their data arrives, so a rank's message order, and the step count
+// of the serial definition above, depend on timing: tests check the bytes, and that the serial count
+// is at least this depth).
+WireCost double_tree_allreduce_cost(int hosts, int ranks_per_host, Bytes size, Bytes slice);
 
 // Two-level forms on `hosts` hosts of `ranks_per_host` ranks each, numbered host by host, with a ring
 // among the leaders; the broadcast's root is a host leader. The intra-host phases are the ones

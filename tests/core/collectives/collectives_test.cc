@@ -88,8 +88,8 @@ TEST(Algorithms, UnknownNameMessagesListEveryChoice) {
     return std::string("no error");
   };
   EXPECT_EQ(message(parse_allreduce_algo, "butterfly"),
-            "allreduce algorithm 'butterfly' is unknown (expected ring, tree, halving_doubling or "
-            "native)");
+            "allreduce algorithm 'butterfly' is unknown (expected ring, tree, halving_doubling, native "
+            "or nccl)");
   EXPECT_EQ(message(parse_broadcast_algo, "star"),
             "broadcast algorithm 'star' is unknown (expected binomial or chain)");
   EXPECT_EQ(message(parse_reduce_algo, "ring"),

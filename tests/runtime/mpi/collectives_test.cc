@@ -9,6 +9,7 @@
 #include <functional>
 #include <vector>
 
+#include "core/collectives/nccl.h"
 #include "core/ops.h"
 #include "runtime/mpi/transport.h"
 #include "tests/runtime/mpi/collective_values.h"
@@ -256,6 +257,51 @@ TEST(MpiCollectives, MetaBuffersRunEveryCollective) {
     collectives::alltoall(t, Buffer::meta(DType::kF32, divisible), Buffer::meta(DType::kF32, divisible),
                           24);
     SUCCEED();
+  });
+}
+
+TEST(MpiCollectives, NcclsPipelinedRingAndDoubleTree) {
+  // NCCL's algorithms over MPI: the pipelined ring's collectives with 1 and 3 channels and small slices
+  // (many messages in flight), the double binary tree, and "nccl" (the tuner's choice from NCCL's
+  // defaults, no link hint on MPI).
+  on_groups([](Transport& t) {
+    for (int channels : {1, 3})
+      for (size_t count : kCounts) {
+        collectives::PipelineOptions o;
+        o.channels = channels;
+        o.step = Bytes(64);  // slices of 128 B, 32 elements
+        Buffer data = contributions(t.rank(), count);
+        collectives::pipelined_ring_allreduce(t, data, ReduceOp::kSum, 30, o);
+        EXPECT_EQ(first_mismatch(data.as<int32_t>(),
+                                 [&](size_t i) { return reduced(ReduceOp::kSum, t.size(), i); }),
+                  "")
+            << "pipelined ring, " << channels << " channels, P=" << t.size() << " count " << count;
+        o.slice_steps = 1;
+        Buffer tree = contributions(t.rank(), count);
+        collectives::double_tree_allreduce(t, tree, ReduceOp::kMax, 31, o);
+        EXPECT_EQ(first_mismatch(tree.as<int32_t>(),
+                                 [&](size_t i) { return reduced(ReduceOp::kMax, t.size(), i); }),
+                  "")
+            << "double tree, " << channels << " channels, P=" << t.size() << " count " << count;
+        Buffer chosen = contributions(t.rank(), count);
+        collectives::allreduce(t, chosen, ReduceOp::kMin, 32, AllreduceAlgo::kNccl);
+        EXPECT_EQ(first_mismatch(chosen.as<int32_t>(),
+                                 [&](size_t i) { return reduced(ReduceOp::kMin, t.size(), i); }),
+                  "")
+            << "nccl, P=" << t.size() << " count " << count;
+        Buffer root_data = contributions(t.rank(), count);
+        collectives::pipelined_reduce(t, root_data, 0, ReduceOp::kSum, 33, o);
+        if (t.rank() == 0)
+          EXPECT_EQ(first_mismatch(root_data.as<int32_t>(),
+                                   [&](size_t i) { return reduced(ReduceOp::kSum, t.size(), i); }),
+                    "")
+              << "pipelined reduce, P=" << t.size() << " count " << count;
+        collectives::pipelined_broadcast(t, root_data, 0, 34, o);
+        EXPECT_EQ(first_mismatch(root_data.as<int32_t>(),
+                                 [&](size_t i) { return reduced(ReduceOp::kSum, t.size(), i); }),
+                  "")
+            << "pipelined broadcast, P=" << t.size() << " count " << count;
+      }
   });
 }
 

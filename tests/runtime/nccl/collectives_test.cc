@@ -8,6 +8,7 @@
 
 #include <vector>
 
+#include "core/collectives/nccl.h"
 #include "runtime/mpi/transport.h"
 #include "tests/runtime/mpi/collective_values.h"
 #include "tests/runtime/nccl/support.h"
@@ -57,6 +58,29 @@ TEST_F(NcclCollectives, AllreduceEveryAlgorithmAndOp) {
                     "")
               << to_string(algo) << " " << to_string(op) << " P=" << t.size() << " count " << count;
         }
+      }
+    }
+  });
+}
+
+TEST_F(NcclCollectives, NcclsAlgorithmsAgreeWithNcclAllReduce) {
+  // The pipelined ring, the double binary tree and "nccl" (core/collectives/nccl.h), run over the
+  // NCCL transport's point-to-point calls, against the native ncclAllReduce on the same input.
+  on_groups(context().transport(), [&](Transport& t) {
+    for (size_t count : kCounts) {
+      Buffer native = on_device(contributions(t.rank(), count));
+      collectives::allreduce(t, native, ReduceOp::kSum, 40, AllreduceAlgo::kNative);
+      const std::vector<int32_t> expected = on_host<int32_t>(native);
+      constexpr const char* kNames[] = {"pipelined ring", "double tree", "nccl"};
+      for (int which = 0; which < 3; ++which) {
+        collectives::PipelineOptions o;
+        o.channels = 2;
+        Buffer data = on_device(contributions(t.rank(), count));
+        if (which == 0) collectives::pipelined_ring_allreduce(t, data, ReduceOp::kSum, 41, o);
+        if (which == 1) collectives::double_tree_allreduce(t, data, ReduceOp::kSum, 42, o);
+        if (which == 2) collectives::allreduce(t, data, ReduceOp::kSum, 43, AllreduceAlgo::kNccl);
+        EXPECT_EQ(first_mismatch(on_host<int32_t>(data), [&](size_t i) { return expected[i]; }), "")
+            << kNames[which] << " P=" << t.size() << " count " << count;
       }
     }
   });

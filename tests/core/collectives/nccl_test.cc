@@ -1,0 +1,346 @@
+// NCCL's algorithms (core/collectives/nccl.h) against closed-form results, swept over backend x rank
+// count x element count x channels x dtype, and the trees and the tuning model against NCCL's own
+// numbers (src/graph/trees.cc, src/graph/tuning.cc), worked out by hand in the comments.
+#include "core/collectives/nccl.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/ops.h"
+#include "tests/core/collectives/expect.h"
+#include "tests/support/worlds.h"
+
+namespace bagua::collectives {
+namespace {
+
+using testing::contribution;
+using testing::describe;
+using testing::expect_elements;
+using testing::fill_contribution;
+using testing::reduced;
+using testing::World;
+
+constexpr DType kDTypes[] = {DType::kF32, DType::kF64, DType::kI32};
+
+// Pipelines worth testing for `count` elements: NCCL's defaults (one slice per chunk at these
+// sizes), and small steps that cut every chunk into several slices (8-byte steps below 100 elements,
+// 256-byte steps above: about 8 slices of each 1000-element chunk), with a window of one slice and of
+// four, on 1, 2 and 3 channels.
+std::vector<PipelineOptions> pipelines(size_t count) {
+  std::vector<PipelineOptions> all;
+  for (int channels : {1, 2, 3}) {
+    PipelineOptions nccl;
+    nccl.channels = channels;
+    all.push_back(nccl);
+    PipelineOptions tiny = nccl;
+    tiny.step = Bytes(count < 100 ? 8 : 256);  // slices of 2 steps: 4 f32 / 2 f64, or 128 f32
+    all.push_back(tiny);
+    PipelineOptions one_in_flight = tiny;
+    one_in_flight.slots = 2;  // slots / slice_steps = 1
+    all.push_back(one_in_flight);
+  }
+  return all;
+}
+std::string name(const PipelineOptions& o) {
+  return "channels " + std::to_string(o.channels) + " step " + std::to_string(o.step.count()) +
+         " slots " + std::to_string(o.slots);
+}
+
+class Nccl : public ::testing::TestWithParam<World> {
+ protected:
+  void run(const std::function<void(RankContext&)>& body, int ranks_per_host = 1) {
+    testing::run_ranks(GetParam().backend, GetParam().ranks, body, ranks_per_host);
+  }
+};
+
+TEST_P(Nccl, PipelinedRingAllreduce) {
+  run([&](RankContext& ctx) {
+    Transport& t = ctx.transport();
+    for (size_t count : testing::element_counts(t.size()))
+      for (DType dtype : kDTypes)
+        for (const PipelineOptions& o : pipelines(count))
+          for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax}) {
+            const Buffer data = Buffer::host(dtype, count);
+            fill_contribution(data, t.rank(), t.size());
+            pipelined_ring_allreduce(t, data, op, 1, o);
+            expect_elements(
+                data, 0, count, [&](size_t i) { return reduced(op, t.size(), i); }, t.rank(),
+                describe("pipelined ring allreduce " + to_string(op), dtype, count, name(o)));
+          }
+  });
+}
+
+TEST_P(Nccl, PipelinedReduceScatterAndAllgather) {
+  run([&](RankContext& ctx) {
+    Transport& t = ctx.transport();
+    for (size_t count : testing::element_counts(t.size()))
+      for (DType dtype : kDTypes)
+        for (const PipelineOptions& o : pipelines(count)) {
+          // Reduce-scatter: chunk r of every channel's part is complete on rank r.
+          const Buffer data = Buffer::host(dtype, count);
+          fill_contribution(data, t.rank(), t.size());
+          pipelined_reduce_scatter(t, data, ReduceOp::kSum, 2, o);
+          for (int c = 0; c < o.channels; ++c) {
+            const ChunkRange part = chunk_range(count, o.channels, c);
+            const ChunkRange mine = chunk_range(part.count, t.size(), t.rank());
+            expect_elements(
+                data, part.offset + mine.offset, part.offset + mine.end(),
+                [&](size_t i) { return reduced(ReduceOp::kSum, t.size(), i); }, t.rank(),
+                describe("pipelined reduce_scatter", dtype, count, name(o)));
+          }
+          // Allgather: rank r holds chunk r of every part, -1 elsewhere; afterwards all of them.
+          const Buffer gathered = Buffer::host(dtype, count);
+          fill(gathered, -1);
+          for (int c = 0; c < o.channels; ++c) {
+            const ChunkRange part = chunk_range(count, o.channels, c);
+            const ChunkRange mine = chunk_range(part.count, t.size(), t.rank());
+            for (size_t i = part.offset + mine.offset; i < part.offset + mine.end(); ++i)
+              testing::set_element(gathered, i, contribution(t.rank(), t.size(), i));
+          }
+          pipelined_allgather(t, gathered, 3, o);
+          for (int c = 0; c < o.channels; ++c) {
+            const ChunkRange part = chunk_range(count, o.channels, c);
+            for (int r = 0; r < t.size(); ++r) {
+              const ChunkRange theirs = chunk_range(part.count, t.size(), r);
+              expect_elements(
+                  gathered, part.offset + theirs.offset, part.offset + theirs.end(),
+                  [&](size_t i) { return contribution(r, t.size(), i); }, t.rank(),
+                  describe("pipelined allgather", dtype, count,
+                           name(o) + " chunk " + std::to_string(r)));
+            }
+          }
+        }
+  });
+}
+
+TEST_P(Nccl, PipelinedBroadcastAndReduceFromEveryKindOfRoot) {
+  run([&](RankContext& ctx) {
+    Transport& t = ctx.transport();
+    for (size_t count : testing::element_counts(t.size()))
+      for (int root : {0, t.size() / 2, t.size() - 1})
+        for (PipelineOptions o : pipelines(count)) {
+          o.slice_steps = 1;
+          const Buffer data = Buffer::host(DType::kF32, count);
+          if (t.rank() == root) {
+            fill_contribution(data, root, t.size());
+          } else {
+            fill(data, -1);
+          }
+          pipelined_broadcast(t, data, root, 4, o);
+          expect_elements(
+              data, 0, count, [&](size_t i) { return contribution(root, t.size(), i); }, t.rank(),
+              describe("pipelined broadcast", DType::kF32, count,
+                       name(o) + " root " + std::to_string(root)));
+          const Buffer sum = Buffer::host(DType::kI32, count);
+          fill_contribution(sum, t.rank(), t.size());
+          pipelined_reduce(t, sum, root, ReduceOp::kSum, 5, o);
+          if (t.rank() == root)
+            expect_elements(
+                sum, 0, count, [&](size_t i) { return reduced(ReduceOp::kSum, t.size(), i); }, t.rank(),
+                describe("pipelined reduce", DType::kI32, count,
+                         name(o) + " root " + std::to_string(root)));
+        }
+  });
+}
+
+TEST_P(Nccl, DoubleTreeAllreduceWithChainsInsideHosts) {
+  for (int ranks_per_host : {1, 2, 4}) {
+    if (GetParam().ranks % ranks_per_host != 0) continue;
+    run(
+        [&](RankContext& ctx) {
+          Transport& t = ctx.transport();
+          for (size_t count : testing::element_counts(t.size()))
+            for (DType dtype : kDTypes)
+              for (PipelineOptions o : pipelines(count)) {
+                o.slice_steps = 1;
+                const Buffer data = Buffer::host(dtype, count);
+                fill_contribution(data, t.rank(), t.size());
+                double_tree_allreduce(t, data, ReduceOp::kSum, 6, o);
+                expect_elements(
+                    data, 0, count, [&](size_t i) { return reduced(ReduceOp::kSum, t.size(), i); },
+                    t.rank(),
+                    describe("double tree allreduce", dtype, count,
+                             name(o) + " ranks per host " + std::to_string(ranks_per_host)));
+              }
+        },
+        ranks_per_host);
+  }
+}
+
+TEST_P(Nccl, AllreduceNamedNcclAndMetaBuffers) {
+  run([&](RankContext& ctx) {
+    Transport& t = ctx.transport();
+    for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{1} << 18})
+      for (DType dtype : kDTypes) {
+        const Buffer data = Buffer::host(dtype, count);
+        fill_contribution(data, t.rank(), t.size());
+        allreduce(t, data, ReduceOp::kSum, 7, AllreduceAlgo::kNccl);
+        expect_elements(
+            data, 0, count, [&](size_t i) { return reduced(ReduceOp::kSum, t.size(), i); }, t.rank(),
+            describe("allreduce nccl", dtype, count, ""));
+      }
+    // Meta buffers move no data and still run every form to the end.
+    const Buffer meta = Buffer::meta(DType::kF32, 100003);
+    pipelined_ring_allreduce(t, meta, ReduceOp::kSum, 8);
+    double_tree_allreduce(t, meta, ReduceOp::kSum, 8);
+    pipelined_broadcast(t, meta, 0, 8);
+    pipelined_reduce(t, meta, 0, ReduceOp::kSum, 8);
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Worlds, Nccl, ::testing::ValuesIn(testing::all_worlds()), testing::world_name);
+
+TEST(NcclPipeline, OptionsAreValidated) {
+  PipelineOptions o;
+  EXPECT_EQ(o.slices_in_flight(), 4);                     // NCCL_STEPS 8 / ALLREDUCE_SLICESTEPS 2
+  EXPECT_EQ(o.slice_elements(4), size_t{1} << 18);        // 2 x 512 KiB of f32
+  EXPECT_EQ(broadcast_pipeline().slices_in_flight(), 8);  // BROADCAST_SLICESTEPS 1
+  o.channels = 0;
+  EXPECT_THROW(validate(o), ConfigError);
+  o = {};
+  o.slice_steps = 9;
+  try {
+    validate(o);
+    ADD_FAILURE() << "slice_steps 9 > slots 8 accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(), "pipeline.slice_steps must be in [1, slots = 8], got 9");
+  }
+}
+
+// ---- Trees ---------------------------------------------------------------------------------------
+
+TEST(NcclTrees, BtreeIsNcclsTree) {
+  // ncclGetBtree on 4 nodes: 0 -> 2 -> {1, 3}. On 5: 0 -> 4 -> 2 -> {1, 3}
+  //   (node 4: bit 4, parent 0 | 8 = 8 >= 5 so 4 ^ 4 = 0; children 4 - 2 = 2, and 4 + 2, 4 + 1 are
+  //   out).
+  EXPECT_EQ(btree_links(4, 0).child1, 2);
+  EXPECT_EQ(btree_links(4, 2).parent, 0);
+  EXPECT_EQ(btree_links(4, 2).child0, 1);
+  EXPECT_EQ(btree_links(4, 2).child1, 3);
+  EXPECT_EQ(btree_links(4, 3).parent, 2);
+  EXPECT_EQ(btree_links(5, 0).child1, 4);
+  EXPECT_EQ(btree_links(5, 4).parent, 0);
+  EXPECT_EQ(btree_links(5, 4).child0, 2);
+  EXPECT_EQ(btree_links(5, 4).child1, -1);
+  // The mirror on 4 nodes: node i plays node 3 - i, so 3 -> 1 -> {2, 0}.
+  EXPECT_EQ(dtree_links(4, 3, 1).child1, 1);
+  EXPECT_EQ(dtree_links(4, 1, 1).parent, 3);
+  EXPECT_EQ(dtree_links(4, 1, 1).child0, 2);
+  // The shift on 5 nodes: node i plays node i - 1, so 1 -> 0 -> 3 -> {2, 4}.
+  EXPECT_EQ(dtree_links(5, 1, 1).child1, 0);
+  EXPECT_EQ(dtree_links(5, 0, 1).child0, 3);
+}
+
+TEST(NcclTrees, BothTreesSpanEveryNodeAndLinksAgree) {
+  for (int nodes = 1; nodes <= 40; ++nodes)
+    for (int tree : {0, 1}) {
+      int roots = 0;
+      for (int i = 0; i < nodes; ++i) {
+        const NodeLinks l = dtree_links(nodes, i, tree);
+        if (l.parent < 0) {
+          ++roots;
+          continue;
+        }
+        const NodeLinks p = dtree_links(nodes, l.parent, tree);
+        EXPECT_TRUE(p.child0 == i || p.child1 == i)
+            << nodes << " nodes, tree " << tree << ", node " << i;
+        // Following parents reaches the root within `nodes` hops (no cycle).
+        int up = i;
+        int hops = 0;
+        while (up >= 0 && hops <= nodes) {
+          up = dtree_links(nodes, up, tree).parent;
+          ++hops;
+        }
+        EXPECT_LE(hops, nodes);
+      }
+      EXPECT_EQ(roots, 1) << nodes << " nodes, tree " << tree;
+    }
+}
+
+TEST(NcclTrees, ChainsInsideHosts) {
+  // Two hosts of three ranks: tree 0 over the hosts is 0 -> 1; inside each host the chain 0, 1, 2.
+  HostLayout layout;
+  layout.hosts = {{0, 1, 2}, {3, 4, 5}};
+  EXPECT_EQ(double_tree_place(layout, 0, 0), (TreePlace{-1, {3, 1}}));
+  EXPECT_EQ(double_tree_place(layout, 3, 0), (TreePlace{0, {4}}));
+  EXPECT_EQ(double_tree_place(layout, 5, 0), (TreePlace{4, {}}));
+  // Tree 1 mirrors the hosts (host 1 is the root) and runs each chain the other way (heads 5 and 2).
+  EXPECT_EQ(double_tree_place(layout, 5, 1), (TreePlace{-1, {2, 4}}));
+  EXPECT_EQ(double_tree_place(layout, 2, 1), (TreePlace{5, {1}}));
+  EXPECT_EQ(double_tree_place(layout, 0, 1), (TreePlace{1, {}}));
+}
+
+// ---- The tuning model ----------------------------------------------------------------------------
+
+// The paper's testbed shape: 16 hosts x 8 V100 on NVLink (SM 7.0), 100 Gbit/s NICs, no reported
+// network latency, 2 channels.
+NcclTopology paper_cluster() {
+  NcclTopology topo;
+  topo.nodes = 16;
+  topo.ranks = 128;
+  topo.intra_bandwidth = Bandwidth::gigabytes_per_second(150);
+  topo.inter_bandwidth = Bandwidth::gbps(100);  // 12.5 GB/s
+  return topo;
+}
+
+TEST(NcclTuning, LatenciesAndBandwidthsAreTuningCcs) {
+  const NcclTopology topo = paper_cluster();
+  // Ring: 8.4 + (254 - 30) x max(3.4, 1.0 x 3) + 30 x 14 = 8.4 + 761.6 + 420 = 1190 us; 1 MiB /
+  // (2 x 128) = 4096 B >= 64, so x 1.9 (SM 7.0): 2261 us. Below 64 B a channel-rank, no plateau.
+  EXPECT_NEAR(nccl_latency_us(topo, NcclAlgo::kRing, Bytes(1 << 20)), 1190.0 * 1.9, 1e-6);
+  EXPECT_NEAR(nccl_latency_us(topo, NcclAlgo::kRing, Bytes(1024)), 1190.0, 1e-6);
+  // Tree: 8.4 + 2 ((8 - 1) x 4.0 + log2i(16) x 14) = 8.4 + 2 (28 + 56) = 176.4 us.
+  EXPECT_NEAR(nccl_latency_us(topo, NcclAlgo::kTree, Bytes(1 << 20)), 176.4, 1e-6);
+  // Ring bandwidth: bus 12.5 GB/s (the NIC) x 128 / 254 = 6.2992 GB/s.
+  EXPECT_NEAR(nccl_bandwidth_gbs(topo, NcclAlgo::kRing, Bytes(1 << 20)), 12.5 * 128 / 254, 1e-9);
+  // Tree: min(12.5 x .92, 2 x 10.0 (Volta, N4)) x .5 = 5.75 GB/s, then x treeCorrectionFactor
+  // [Simple][log2i(1 MiB / 64) = 14] = .5: 2.875 GB/s; at 1 GiB (log size 24, no factor) 5.75.
+  EXPECT_NEAR(nccl_bandwidth_gbs(topo, NcclAlgo::kTree, Bytes(1 << 20)), 2.875, 1e-9);
+  EXPECT_NEAR(nccl_bandwidth_gbs(topo, NcclAlgo::kTree, Bytes(int64_t{1} << 30)), 5.75, 1e-9);
+}
+
+TEST(NcclTuning, TreeForSmallSizesAtManyNodesRingForLarge) {
+  const NcclTopology topo = paper_cluster();
+  // 1 MiB: tree 176.4 + 1048576 / (1000 x 2.875) = 541.1 us; ring 2261 + 166.5 = 2427.5 us: tree.
+  const NcclChoice small = nccl_choose(topo, Bytes(1 << 20));
+  EXPECT_EQ(small.algo, NcclAlgo::kTree);
+  EXPECT_NEAR(small.time_us, 176.4 + 1048576.0 / 2875.0, 1e-6);
+  // 1 GiB: tree 176.4 + 2^30 / 5750 = 186913 us; ring 2261 + 2^30 / 6299.2 = 172720 us: ring.
+  const NcclChoice large = nccl_choose(topo, Bytes(int64_t{1} << 30));
+  EXPECT_EQ(large.algo, NcclAlgo::kRing);
+  EXPECT_EQ(large.channels, 2);
+  // One node of 8: ring 8.4 + 14 x 3.4 = 56 us beats tree 8.4 + 2 x 7 x 4.0 = 64.4 us at 1 KiB.
+  NcclTopology one = topo;
+  one.nodes = 1;
+  one.ranks = 8;
+  EXPECT_EQ(nccl_choose(one, Bytes(1024)).algo, NcclAlgo::kRing);
+}
+
+TEST(NcclTuning, ChannelsShrinkForSmallBuffers) {
+  NcclTopology topo = paper_cluster();
+  topo.max_channels = 4;
+  // nt = 512 (150 GB/s > PCI_BW), threshold 64: 4 channels need 4 x 512 x 64 = 128 KiB.
+  EXPECT_EQ(nccl_channels(topo, NcclAlgo::kRing, Bytes(128 << 10)), 4);
+  EXPECT_EQ(nccl_channels(topo, NcclAlgo::kRing, Bytes((128 << 10) - 1)), 3);
+  EXPECT_EQ(nccl_channels(topo, NcclAlgo::kRing, Bytes(64 << 10)), 2);
+  EXPECT_EQ(nccl_channels(topo, NcclAlgo::kRing, Bytes(100)), 1);
+  // On PCI (12 GB/s) a ring runs 256 threads: 2 channels from 2 x 256 x 64 = 32 KiB.
+  topo.intra_bandwidth = Bandwidth::gigabytes_per_second(12);
+  EXPECT_EQ(nccl_channels(topo, NcclAlgo::kRing, Bytes(32 << 10)), 2);
+  EXPECT_EQ(nccl_channels(topo, NcclAlgo::kTree, Bytes(32 << 10)), 1);
+}
+
+TEST(NcclTuning, TheNetworksLatencyEntersTwice) {
+  NcclTopology topo = paper_cluster();
+  topo.inter_latency = Time::ms(1);
+  // Tree: 8.4 + 2 (28 + 4 x (14 + 2 x 1000)) = 16176.4 us.
+  EXPECT_NEAR(nccl_latency_us(topo, NcclAlgo::kTree, Bytes(1024)), 16176.4, 1e-6);
+  const std::string text = describe(topo, Bytes(1024));
+  EXPECT_NE(text.find("choice: tree"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace bagua::collectives
