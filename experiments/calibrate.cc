@@ -279,13 +279,14 @@ LinkFit fit_pair(const PairMeasurement& p, const CalibrationOptions& o) {
   return f;
 }
 
-// Per extra message of the burst: its time beyond the single send's, less the wire time of its bytes
-// at `wire` (what the link model already charges).
+// Per extra message of the burst, its time beyond the single send's: max(o, the wire time of its
+// bytes at `wire`), as in LogGP, where the sender's CPU time and the NIC's serialization overlap. A
+// figure within half a nanosecond of the wire time is the wire alone (o undetectable, taken as 0).
 Time overhead_of(const PairMeasurement& p, const CalibrationOptions& o, Bandwidth wire) {
-  const double extra = median_ns(p.burst) - median_ns(p.single);
-  const double per_message = extra / (o.burst_messages - 1) -
-                             static_cast<double>(kBurstSize.count()) * 1e9 / wire.bytes_per_second();
-  return Time::ns(std::max<int64_t>(0, std::llround(per_message)));
+  const double per_message = (median_ns(p.burst) - median_ns(p.single)) / (o.burst_messages - 1);
+  const double wire_ns = static_cast<double>(kBurstSize.count()) * 1e9 / wire.bytes_per_second();
+  if (!(per_message > wire_ns + 0.5)) return Time::zero();
+  return Time::ns(std::llround(per_message));
 }
 
 }  // namespace
@@ -361,9 +362,12 @@ Calibration fit(const Measurements& m) {
     c.nic.bandwidth = std::max(*c.host_bandwidth, c.inter->stream);
     if (c.inter->stream.bytes_per_second() < 0.9 * c.nic.bandwidth.bytes_per_second())
       c.flow_window_cap = c.inter->stream;
-    const Time device_links = c.intra_host.latency * 2;
-    c.nic.latency = Time::ns(std::max<int64_t>(0, (c.inter->alpha - device_links).nanoseconds() / 2));
     c.message_overhead = overhead_of(*m.inter, o, c.nic.bandwidth);
+    // The simulator charges o at the sender and again at the receiver of a message between hosts, on
+    // top of the route's latency: alpha(inter) = 2 o + 2 intra_host.latency + 2 nic.latency.
+    const Time charged_elsewhere = c.intra_host.latency * 2 + c.message_overhead * 2;
+    c.nic.latency =
+        Time::ns(std::max<int64_t>(0, (c.inter->alpha - charged_elsewhere).nanoseconds() / 2));
   } else {
     c.nic = c.intra_host;
   }
@@ -371,7 +375,6 @@ Calibration fit(const Measurements& m) {
     c.intra_host.latency = Time::zero();
     c.intra_host.bandwidth = c.nic.bandwidth;
   }
-  if (m.intra && !m.inter) c.message_overhead = overhead_of(*m.intra, o, c.intra_host.bandwidth);
   return c;
 }
 
@@ -424,7 +427,10 @@ std::string cluster_file(const Calibration& c, const Measurements& m, const std:
   Json factors = Json::object();
   if (std::isfinite(c.flow_window_cap.bytes_per_second()))
     factors["flow_window_cap"] = format_bandwidth(c.flow_window_cap);
+  if (c.message_overhead > Time::zero()) factors["message_overhead"] = format_time(c.message_overhead);
   if (!factors.empty()) j["factors"] = factors;
+  // What completes a send is the runtime's own protocol: Open MPI's eager/rendezvous, NCCL's slots.
+  if (c.transport_model != "alpha_beta") j["transport"] = Json{{"model", c.transport_model}};
   out << j.dump(2) << "\n";
   return out.str();
 }
@@ -442,10 +448,10 @@ void calibrate_world(const PointConfig& point, Backends& backends, const Calibra
       },
       nullptr);
   if (!backends.is_writer()) return;
-  const Calibration c = fit(m);
-  const std::string origin =
-      "the " + point.runtime + " runtime" +
-      (point.runtime == "sim" ? " (the cluster of " + point.name + ")" : "");
+  Calibration c = fit(m);
+  if (point.runtime == "mpi" || point.runtime == "nccl") c.transport_model = point.runtime;
+  const std::string origin = "the " + point.runtime + " runtime" +
+                             (point.runtime == "sim" ? " (the cluster of " + point.name + ")" : "");
   const std::string text = cluster_file(c, m, origin);
   const std::filesystem::path file(out_file);
   const std::filesystem::path tmp = file.string() + ".tmp";

@@ -23,14 +23,16 @@
 //                   of them when fewer than two are) for 1 / beta, alpha = the smallest size's one-way
 //                   less its size / beta
 //   intra_host.latency = alpha(intra) / 2          (a same-host route crosses two device links)
-//   nic.latency        = (alpha(inter) - 2 intra_host.latency) / 2   (a route between hosts crosses the
-//                                                  two device links and two NIC links)
+//   nic.latency        = (alpha(inter) - 2 intra_host.latency - 2 o) / 2   (a route between hosts
+//                        crosses two device links and two NIC links, and the simulator charges the
+//                        per-message overhead o at both ends)
 //   intra_host.bandwidth = the intra-host pair's streaming bandwidth
 //   nic.bandwidth        = all pairs: ranks_per_host x stream bytes / (time - 2 alpha(inter))
 //   factors.flow_window_cap = the inter-host pair's streaming bandwidth, when it is below 90% of
 //                        nic.bandwidth (one flow cannot fill the NIC: a TCP window, a socket thread)
-//   message overhead   = (burst - one send) / (burst_messages - 1) - 8 B / the link's bandwidth (the
-//                        wire time the link model charges already)
+//   factors.message_overhead = o = (burst - one send) / (burst_messages - 1), LogGP's max(o, wire
+//                        time of 8 B), taken as 0 when it is the wire time alone; between hosts only
+//   transport.model    = the runtime's own ("mpi": Open MPI's eager/rendezvous; "nccl": its slots)
 // With one rank per host there is no intra-host pair: the device links get latency 0 and the NIC's
 // bandwidth (each carries exactly its host's NIC traffic, so it never limits). With one host there is
 // no NIC to measure: the NIC gets the device links' figures (a one-host cluster never uses it).
@@ -122,7 +124,10 @@ struct Calibration {
   netsim::LinkSpec intra_host;
   netsim::LinkSpec nic;
   Bandwidth flow_window_cap = Bandwidth::infinite();
-  Time message_overhead;
+  Time message_overhead;  // LogGP's o, between hosts (the simulator charges none within a host)
+  // cluster.transport.model: "mpi" or "nccl" for those runtimes, whose send completion the simulator
+  // models (netsim/transport.h); "alpha_beta" otherwise.
+  std::string transport_model = "alpha_beta";
   std::optional<LinkFit> inter;
   std::optional<LinkFit> intra;
   std::optional<Bandwidth> host_bandwidth;  // all pairs

@@ -98,6 +98,20 @@ TEST(Calibrate, AFlowCapBelowTheNicIsFound) {
   EXPECT_NEAR(c.nic.latency.nanoseconds(), 10'000, 2);
 }
 
+// A per-message overhead o = 3 us between hosts (LogGP; netsim charges it at the sender before the
+// message leaves, and at the receiver): a burst of 64 sends from one rank leaves 3 us apart, so it takes
+// 63 x 3 us longer than one send, and o comes back; the ping-pong's alpha is then 2 o + 24 us, and the
+// NIC links get the 10 us they have.
+TEST(Calibrate, AMessageOverheadIsFoundAndNotCountedTwice) {
+  netsim::ClusterSpec spec = two_by_two();
+  spec.factors.message_overhead = Time::us(3);
+  const Calibration c = fit(measure_on(spec, quick()));
+  EXPECT_NEAR(c.message_overhead.nanoseconds(), 3'000, 2);
+  EXPECT_NEAR(c.inter->alpha.nanoseconds(), 30'000, 2);
+  EXPECT_NEAR(c.nic.latency.nanoseconds(), 10'000, 2);
+  EXPECT_NEAR(c.intra_host.latency.nanoseconds(), 2'000, 2);
+}
+
 // One rank per host: no intra-host pair; the device links get latency 0 and the NIC's bandwidth, and
 // the whole 24 us route latency goes to the two NIC links (12 us each).
 TEST(Calibrate, OneRankPerHostPutsTheLatencyOnTheNic) {
