@@ -8,6 +8,7 @@ std::unique_ptr<Components> make_components() {
   register_optimizers(c->optimizers);
   register_compressors(c->compressors);
   register_algorithms(c->algorithms);
+  netsim::register_topologies(c->topologies);
   return c;
 }
 

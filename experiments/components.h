@@ -1,5 +1,5 @@
 // The registries of every component the experiments layer can name in a config: workloads, optimizers,
-// compressors and algorithms. make_components() fills them from each folder's register_* function;
+// compressors, algorithms, and the simulator's topologies. make_components() fills them from each folder's register_* function;
 // tests may fill their own.
 #pragma once
 
@@ -9,6 +9,7 @@
 #include "core/compress/compressor.h"
 #include "core/models/model.h"
 #include "core/optim/optimizer.h"
+#include "netsim/topology.h"
 
 namespace bagua::experiments {
 
@@ -17,6 +18,7 @@ struct Components {
   OptimizerRegistry optimizers{"optimizer"};
   CompressorRegistry compressors{"compressor"};
   AlgorithmRegistry algorithms{"algorithm"};
+  netsim::TopologyRegistry topologies{"topology"};
 };
 
 // Every registered component of the project.

@@ -18,7 +18,7 @@ FlowNetwork::FlowNetwork(const Topology& topology, Bandwidth window_cap, Engine&
       link_local_(topology.links().size(), -1) {
   capacity_.reserve(topology.links().size());
   for (const Link& l : topology.links())
-    capacity_.push_back(l.capacity);
+    capacity_.push_back(l.capacity.bytes_per_second());  // the flow model's doubles start here
 }
 
 int32_t FlowNetwork::allocate_flow() {
@@ -61,15 +61,16 @@ void FlowNetwork::start(const Route& route, Bytes bytes, Callback done,
 void FlowNetwork::enter_transfer(int32_t id) {
   Flow& f = flows_[static_cast<size_t>(id)];
   f.updated = engine_.now();
-  for (int i = 0; i < f.route.count; ++i) {
-    auto& on_link = active_[static_cast<size_t>(f.route.links[static_cast<size_t>(i)])];
-    f.position[static_cast<size_t>(i)] = static_cast<int32_t>(on_link.size());
+  f.position.assign(f.route.links.size(), 0);
+  for (int i = 0; i < f.route.links.size(); ++i) {
+    auto& on_link = active_[static_cast<size_t>(f.route.links[i])];
+    f.position[i] = static_cast<int32_t>(on_link.size());
     on_link.push_back(id);
   }
   // Alone on every link of its route, the flow is a component by itself (what reshare() would find).
   bool alone = true;
-  for (int i = 0; i < f.route.count; ++i)
-    alone = alone && active_[static_cast<size_t>(f.route.links[static_cast<size_t>(i)])].size() == 1;
+  for (int i = 0; i < f.route.links.size(); ++i)
+    alone = alone && active_[static_cast<size_t>(f.route.links[i])].size() == 1;
   if (alone)
     set_rate(id, lone_rate(f.route));
   else
@@ -82,23 +83,22 @@ void FlowNetwork::complete(int32_t id) {
   const bool transferring = f.rate > 0;
   if (transferring) {
     // Leave every link: swap-remove, fixing the moved flow's position.
-    for (int i = 0; i < route.count; ++i) {
-      const auto link = static_cast<size_t>(route.links[static_cast<size_t>(i)]);
+    for (int i = 0; i < route.links.size(); ++i) {
+      const auto link = static_cast<size_t>(route.links[i]);
       auto& on_link = active_[link];
-      const auto pos = static_cast<size_t>(f.position[static_cast<size_t>(i)]);
+      const auto pos = static_cast<size_t>(f.position[i]);
       const int32_t moved = on_link.back();
       on_link[pos] = moved;
       on_link.pop_back();
       if (moved != id) {
         Flow& m = flows_[static_cast<size_t>(moved)];
-        for (int j = 0; j < m.route.count; ++j)
-          if (m.route.links[static_cast<size_t>(j)] == static_cast<int32_t>(link))
-            m.position[static_cast<size_t>(j)] = static_cast<int32_t>(pos);
+        for (int j = 0; j < m.route.links.size(); ++j)
+          if (m.route.links[j] == static_cast<int32_t>(link)) m.position[j] = static_cast<int32_t>(pos);
       }
     }
   }
-  for (int i = 0; i < route.count; ++i)
-    carried_[static_cast<size_t>(route.links[static_cast<size_t>(i)])] += f.bytes;
+  for (int i = 0; i < route.links.size(); ++i)
+    carried_[static_cast<size_t>(route.links[i])] += f.bytes;
   const Callback done = f.done;
   const std::shared_ptr<void> keep_alive = std::move(f.keep_alive);
   f.completion = EventQueue::kNoEvent;
@@ -106,8 +106,8 @@ void FlowNetwork::complete(int32_t id) {
   if (transferring) {
     // Links left empty join no component: reshare() would find no flow to re-solve.
     bool others = false;
-    for (int i = 0; i < route.count; ++i)
-      others = others || !active_[static_cast<size_t>(route.links[static_cast<size_t>(i)])].empty();
+    for (int i = 0; i < route.links.size(); ++i)
+      others = others || !active_[static_cast<size_t>(route.links[i])].empty();
     if (others) reshare(route);
   }
   done();
@@ -140,16 +140,16 @@ void FlowNetwork::reshare(const Route& changed) {
     link_mark_[static_cast<size_t>(l)] = epoch_;
     component_links_.push_back(l);
   };
-  for (int i = 0; i < changed.count; ++i)
-    visit_link(changed.links[static_cast<size_t>(i)]);
+  for (const int32_t link : changed.links)
+    visit_link(link);
   for (size_t next = 0; next < component_links_.size(); ++next) {
     for (int32_t id : active_[static_cast<size_t>(component_links_[next])]) {
       Flow& f = flows_[static_cast<size_t>(id)];
       if (f.mark == epoch_) continue;
       f.mark = epoch_;
       component_flows_.push_back(id);
-      for (int i = 0; i < f.route.count; ++i)
-        visit_link(f.route.links[static_cast<size_t>(i)]);
+      for (int i = 0; i < f.route.links.size(); ++i)
+        visit_link(f.route.links[i]);
     }
   }
   if (component_flows_.empty()) return;
@@ -165,14 +165,13 @@ void FlowNetwork::reshare(const Route& changed) {
       if (active_[static_cast<size_t>(l)].empty()) continue;  // a link the finished flow alone used
       link_local_[static_cast<size_t>(l)] = solver_.add_link(capacity_[static_cast<size_t>(l)]);
     }
-    std::array<int, Route::kMaxLinks> local{};
+    LinkList<int> local;
     for (int32_t id : component_flows_) {
       const Flow& f = flows_[static_cast<size_t>(id)];
-      for (int i = 0; i < f.route.count; ++i)
-        local[static_cast<size_t>(i)] =
-            link_local_[static_cast<size_t>(f.route.links[static_cast<size_t>(i)])];
-      solver_.add_flow(std::span<const int>(local.data(), static_cast<size_t>(f.route.count)),
-                       window_cap_);
+      local.clear();
+      for (const int32_t link : f.route.links)
+        local.push_back(link_local_[static_cast<size_t>(link)]);
+      solver_.add_flow(local.span(), window_cap_);
     }
     rates = solver_.solve();
   }
@@ -182,8 +181,8 @@ void FlowNetwork::reshare(const Route& changed) {
 
 double FlowNetwork::lone_rate(const Route& route) const {
   double rate = window_cap_;
-  for (int i = 0; i < route.count; ++i)
-    rate = std::min(rate, capacity_[static_cast<size_t>(route.links[static_cast<size_t>(i)])]);
+  for (int i = 0; i < route.links.size(); ++i)
+    rate = std::min(rate, capacity_[static_cast<size_t>(route.links[i])]);
   return rate;
 }
 

@@ -48,7 +48,7 @@ class FlowNetwork {
  private:
   struct Flow {
     Route route;
-    std::array<int32_t, Route::kMaxLinks> position{};  // index in each link's active list
+    LinkList<int32_t> position;  // index in each link's active list, by route position
     int64_t bytes = 0;
     double remaining = 0;  // bytes, as of `updated`
     double rate = 0;       // bytes per second; 0 until first solved
@@ -79,7 +79,7 @@ class FlowNetwork {
   Engine& engine_;
   std::vector<Flow> flows_;
   std::vector<int32_t> free_flows_;
-  std::vector<double> capacity_;              // per link: Link::capacity, side by side
+  std::vector<double> capacity_;  // per link: Link::capacity in bytes per second, side by side
   std::vector<std::vector<int32_t>> active_;  // per link: the phase-2 flows crossing it
   std::vector<int64_t> carried_;              // per link
 

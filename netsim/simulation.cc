@@ -13,7 +13,8 @@ namespace bagua::netsim {
 World::World(const ClusterSpec& spec_in, const SimOptions& options)
     : spec(spec_in),
       tracing(options.trace),
-      topology(spec_in),
+      topology_owner(make_topology(spec_in)),
+      topology(*topology_owner),
       network(topology, spec_in.factors.flow_window_cap, engine),
       totals(static_cast<size_t>(spec_in.world_size())),
       mailbox(*this),
@@ -43,15 +44,14 @@ Time lone_transfer_time(const ClusterSpec& spec, int src, int dst, Bytes bytes) 
       src >= 0 && dst >= 0 && src < spec.world_size() && dst < spec.world_size(),
       "lone_transfer_time between ranks " + std::to_string(src) + " and " + std::to_string(dst));
   if (src == dst) return Time::zero();
-  const Topology topology(spec);
-  const Route route = topology.route(src, dst);
+  const std::unique_ptr<Topology> topology = make_topology(spec);
+  const Route route = topology->route(src, dst);
   if (bytes.count() == 0) return route.latency;
   // The same arithmetic as FlowNetwork: the rate is the max-min share of a flow alone.
-  double rate = spec.factors.flow_window_cap.bytes_per_second();
-  for (int i = 0; i < route.count; ++i)
-    rate = std::min(
-        rate, topology.links()[static_cast<size_t>(route.links[static_cast<size_t>(i)])].capacity);
-  return route.latency + ceil_ns(static_cast<double>(bytes.count()) * 1e9 / rate);
+  Bandwidth rate = spec.factors.flow_window_cap;
+  for (const int32_t link : route.links)
+    rate = std::min(rate, topology->links()[static_cast<size_t>(link)].capacity);
+  return route.latency + ceil_ns(static_cast<double>(bytes.count()) * 1e9 / rate.bytes_per_second());
 }
 
 struct Simulation::Impl {

@@ -29,6 +29,7 @@ inline std::unique_ptr<Components> fake_components() {
   c->algorithms.add(
       "toy_decentralized", "another stand-in algorithm", ParamSchema(),
       [](const Params&, const AlgorithmDeps&) -> std::unique_ptr<Algorithm> { return nullptr; });
+  netsim::register_topologies(c->topologies);  // the real ones: the config layer parses them
   return c;
 }
 
