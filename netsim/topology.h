@@ -17,7 +17,8 @@
 // Each topology is one file pair in netsim/topologies/ and one line in netsim/topologies/register.cc
 // (docs/writing_a_topology.md). Its constructor lays out the links, checks that the hosts fit (a
 // ConfigError naming the parameter), and route() returns a deterministic route. route() runs once per
-// message: it must not allocate (Route holds kInlineLinks links in place).
+// message: it allocates nothing for routes of up to LinkList::kInlineLinks links, held in place (only a
+// longer one, across a wide torus, spills to the heap).
 #pragma once
 
 #include <array>
