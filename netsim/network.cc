@@ -61,10 +61,10 @@ void FlowNetwork::start(const Route& route, Bytes bytes, Callback done,
 void FlowNetwork::enter_transfer(int32_t id) {
   Flow& f = flows_[static_cast<size_t>(id)];
   f.updated = engine_.now();
-  f.position.assign(f.route.links.size(), 0);
+  f.position.resize(static_cast<size_t>(f.route.links.size()));
   for (int i = 0; i < f.route.links.size(); ++i) {
     auto& on_link = active_[static_cast<size_t>(f.route.links[i])];
-    f.position[i] = static_cast<int32_t>(on_link.size());
+    f.position[static_cast<size_t>(i)] = static_cast<int32_t>(on_link.size());
     on_link.push_back(id);
   }
   // Alone on every link of its route, the flow is a component by itself (what reshare() would find).
@@ -79,21 +79,22 @@ void FlowNetwork::enter_transfer(int32_t id) {
 
 void FlowNetwork::complete(int32_t id) {
   Flow& f = flows_[static_cast<size_t>(id)];
-  const Route route = f.route;
+  const Route& route = f.route;  // stays until done() (no flow is started before)
   const bool transferring = f.rate > 0;
   if (transferring) {
     // Leave every link: swap-remove, fixing the moved flow's position.
     for (int i = 0; i < route.links.size(); ++i) {
       const auto link = static_cast<size_t>(route.links[i]);
       auto& on_link = active_[link];
-      const auto pos = static_cast<size_t>(f.position[i]);
+      const auto pos = static_cast<size_t>(f.position[static_cast<size_t>(i)]);
       const int32_t moved = on_link.back();
       on_link[pos] = moved;
       on_link.pop_back();
       if (moved != id) {
         Flow& m = flows_[static_cast<size_t>(moved)];
         for (int j = 0; j < m.route.links.size(); ++j)
-          if (m.route.links[j] == static_cast<int32_t>(link)) m.position[j] = static_cast<int32_t>(pos);
+          if (m.route.links[j] == static_cast<int32_t>(link))
+            m.position[static_cast<size_t>(j)] = static_cast<int32_t>(pos);
       }
     }
   }

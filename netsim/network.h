@@ -48,7 +48,9 @@ class FlowNetwork {
  private:
   struct Flow {
     Route route;
-    LinkList<int32_t> position;  // index in each link's active list, by route position
+    // Index in each link's active list, by route position (a flow slot is reused, and its capacity
+    // with it: no allocation once the slots are warm).
+    std::vector<int32_t> position;
     int64_t bytes = 0;
     double remaining = 0;  // bytes, as of `updated`
     double rate = 0;       // bytes per second; 0 until first solved

@@ -95,6 +95,7 @@ Topology::Topology(const ClusterSpec& spec)
 int Topology::add_link(std::string name, std::string from, std::string to, const LinkSpec& spec) {
   links_.push_back({std::move(name), std::move(from), std::move(to), spec.bandwidth,
                     spec.bandwidth * bandwidth_efficiency_, spec.latency});
+  latency_.push_back(spec.latency);
   return static_cast<int>(links_.size()) - 1;
 }
 
@@ -114,7 +115,7 @@ Route Topology::route(int src, int dst) const {
   r.links.push_back(device_down(dst));
   Time sum;
   for (const int32_t link : r.links)
-    sum += links_[static_cast<size_t>(link)].latency;
+    sum += latency_[static_cast<size_t>(link)];
   r.latency = sum.scaled(latency_factor_);
   return r;
 }

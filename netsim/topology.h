@@ -17,10 +17,11 @@
 // Each topology is one file pair in netsim/topologies/ and one line in netsim/topologies/register.cc
 // (docs/writing_a_topology.md). Its constructor lays out the links, checks that the hosts fit (a
 // ConfigError naming the parameter), and route() returns a deterministic route. route() runs once per
-// message: it allocates nothing for routes of up to LinkList::kInlineLinks links, held in place (only a
-// longer one, across a wide torus, spills to the heap).
+// message: it allocates nothing for routes of up to LinkList::kInlineLinks (12) links, held in place
+// (only a longer one, across a wide torus, spills to the heap).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -42,22 +43,41 @@ struct Link {
 };
 
 // A small vector of link indices: up to kInlineLinks in place; a longer route (a wide torus) spills
-// to the heap.
+// to the heap. `data_` points at whichever holds the elements, so reading one costs no branch (a route
+// is read and copied a few times per message).
 template <class T>
 class LinkList {
  public:
-  static constexpr int kInlineLinks = 16;
+  // A fat tree's longest route is 8 links, a torus's 4 + hops: 12 covers an 8 x 8 torus (8 hops).
+  static constexpr int kInlineLinks = 12;
+
+  LinkList() = default;
+  LinkList(const LinkList& other) { *this = other; }
+  LinkList& operator=(const LinkList& other) {
+    if (this == &other) return *this;
+    size_ = other.size_;
+    if (size_ > kInlineLinks) {
+      spill_ = other.spill_;
+      data_ = spill_.data();
+    } else {
+      data_ = inline_.data();
+      inline_ = other.inline_;  // a fixed-size copy: a few vector moves, no call
+    }
+    return *this;
+  }
 
   int size() const { return size_; }
   bool empty() const { return size_ == 0; }
-  T operator[](int i) const { return data()[i]; }
-  T& operator[](int i) { return data()[i]; }
+  T operator[](int i) const { return data_[i]; }
+  T& operator[](int i) { return data_[i]; }
   void push_back(T v) {
+    if (size_ < kInlineLinks) {
+      inline_[static_cast<size_t>(size_++)] = v;
+      return;
+    }
     if (size_ == kInlineLinks) spill_.assign(inline_.begin(), inline_.end());
-    if (size_ >= kInlineLinks)
-      spill_.push_back(v);
-    else
-      inline_[static_cast<size_t>(size_)] = v;
+    spill_.push_back(v);
+    data_ = spill_.data();
     ++size_;
   }
   // `n` elements, each `v`.
@@ -68,17 +88,18 @@ class LinkList {
   }
   void clear() {
     size_ = 0;
+    data_ = inline_.data();
     spill_.clear();
   }
-  const T* data() const { return size_ > kInlineLinks ? spill_.data() : inline_.data(); }
-  T* data() { return size_ > kInlineLinks ? spill_.data() : inline_.data(); }
-  std::span<const T> span() const { return {data(), static_cast<size_t>(size_)}; }
-  const T* begin() const { return data(); }
-  const T* end() const { return data() + size_; }
+  const T* data() const { return data_; }
+  std::span<const T> span() const { return {data_, static_cast<size_t>(size_)}; }
+  const T* begin() const { return data_; }
+  const T* end() const { return data_ + size_; }
 
  private:
-  std::array<T, kInlineLinks> inline_{};
-  std::vector<T> spill_;
+  std::array<T, kInlineLinks> inline_{};  // the elements while size_ <= kInlineLinks
+  std::vector<T> spill_;                  // the elements beyond that
+  T* data_ = inline_.data();
   int size_ = 0;
 };
 
@@ -123,6 +144,7 @@ class Topology {
   double bandwidth_efficiency_;
   double latency_factor_;
   std::vector<Link> links_;
+  std::vector<Time> latency_;  // per link: links_[i].latency, side by side for route()
 };
 
 // A topology's factory gets its parameters (checked against its schema), the cluster, and the path of
