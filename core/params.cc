@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "core/check.h"
+#include "core/units.h"
 
 namespace bagua {
 
@@ -17,6 +18,30 @@ std::string to_string(ParamType t) {
       return "number";
     case ParamType::kString:
       return "string";
+  }
+  return "?";
+}
+
+std::string to_string(ParamUnit u) {
+  switch (u) {
+    case ParamUnit::kNone:
+      return "none";
+    case ParamUnit::kBandwidth:
+      return "bandwidth";
+    case ParamUnit::kTime:
+      return "time";
+  }
+  return "?";
+}
+
+std::string to_string(ParamPresence p) {
+  switch (p) {
+    case ParamPresence::kDefaulted:
+      return "defaulted";
+    case ParamPresence::kRequired:
+      return "required";
+    case ParamPresence::kOptional:
+      return "optional";
   }
   return "?";
 }
@@ -72,6 +97,28 @@ ParamSchema& ParamSchema::add_string(std::string name, std::string def, std::str
   return *this;
 }
 
+ParamSchema& ParamSchema::add_bandwidth(std::string name, std::string description) {
+  ParamSpec s{std::move(name), ParamType::kDouble, 0.0, std::move(description), {}, {}, {}, false};
+  s.unit = ParamUnit::kBandwidth;  // > 0 and finite: core's bandwidth rule (core/units.h)
+  s.presence = ParamPresence::kOptional;
+  specs_.push_back(std::move(s));
+  return *this;
+}
+
+ParamSchema& ParamSchema::add_time(std::string name, std::string description) {
+  ParamSpec s{std::move(name), ParamType::kInt, int64_t{0}, std::move(description), 0.0, {}, {}, false};
+  s.unit = ParamUnit::kTime;
+  s.presence = ParamPresence::kOptional;
+  specs_.push_back(std::move(s));
+  return *this;
+}
+
+ParamSchema& ParamSchema::required() {
+  BAGUA_CHECK(!specs_.empty(), "required() before any parameter");
+  specs_.back().presence = ParamPresence::kRequired;
+  return *this;
+}
+
 ParamSchema& ParamSchema::add(ParamSpec spec) {
   specs_.push_back(std::move(spec));
   return *this;
@@ -105,6 +152,10 @@ std::optional<std::string> ParamSchema::validate(const std::string& name,
     const double x = std::holds_alternative<int64_t>(value)
                          ? static_cast<double>(std::get<int64_t>(value))
                          : std::get<double>(value);
+    if (s->unit == ParamUnit::kBandwidth) {
+      if (const char* broken = bandwidth_rule_broken(Bandwidth::bytes_per_second(x)))
+        return std::string(broken) + ", got " + to_string(value);
+    }
     if (!std::isfinite(x)) return "must be finite, got " + to_string(value);
     if (s->min && (s->min_exclusive ? !(x > *s->min) : !(x >= *s->min))) {
       std::ostringstream os;
@@ -132,7 +183,7 @@ std::optional<std::string> ParamSchema::validate(const std::string& name,
 
 Params::Params(const ParamSchema& schema, const std::map<std::string, ParamValue>& values) {
   for (const ParamSpec& s : schema.specs())
-    values_[s.name] = s.default_value;
+    if (s.presence == ParamPresence::kDefaulted) values_[s.name] = s.default_value;
   for (const auto& [k, v] : values) {
     BAGUA_CHECK(schema.find(k) != nullptr, "parameter '" + k + "' is not declared");
     values_[k] = v;

@@ -18,6 +18,17 @@ namespace bagua {
 enum class ParamType : uint8_t { kBool, kInt, kDouble, kString };
 std::string to_string(ParamType t);
 
+// What a number stands for. A config gives a bandwidth or a time as a quantity with its unit
+// ("100 Gbps", "5 us"); the component reads a bandwidth as a kDouble in bytes per second and a time as a
+// kInt in nanoseconds.
+enum class ParamUnit : uint8_t { kNone, kBandwidth, kTime };
+std::string to_string(ParamUnit u);
+
+// Whether a parameter takes its default when absent, must be given, or may be absent (the component
+// then derives it, as its description says; Params::has tells).
+enum class ParamPresence : uint8_t { kDefaulted, kRequired, kOptional };
+std::string to_string(ParamPresence p);
+
 using ParamValue = std::variant<bool, int64_t, double, std::string>;
 std::string to_string(const ParamValue& v);
 
@@ -30,6 +41,8 @@ struct ParamSpec {
   std::optional<double> max;         // inclusive
   std::vector<std::string> choices;  // for kString; empty = any
   bool min_exclusive = false;        // min is exclusive (e.g. a learning rate > 0)
+  ParamUnit unit = ParamUnit::kNone;
+  ParamPresence presence = ParamPresence::kDefaulted;  // kRequired, kOptional: default_value unused
 };
 
 class ParamSchema {
@@ -43,6 +56,12 @@ class ParamSchema {
                           std::optional<double> max = std::nullopt, bool min_exclusive = false);
   ParamSchema& add_string(std::string name, std::string def, std::string description,
                           std::vector<std::string> choices = {});
+  // A bandwidth (bytes per second), > 0 and finite when given; a time (nanoseconds), >= 0. Both are
+  // optional: absent, the component derives the value (its description says how).
+  ParamSchema& add_bandwidth(std::string name, std::string description);
+  ParamSchema& add_time(std::string name, std::string description);
+  // Marks the parameter added last as one the config must give (its default is then unused).
+  ParamSchema& required();
   // Adds a parameter declared elsewhere (e.g. another schema's, under a new name).
   ParamSchema& add(ParamSpec spec);
   // Adds every entry of `other` (e.g. a compressor's parameters inside an algorithm's).
@@ -63,7 +82,8 @@ class ParamSchema {
 class Params {
  public:
   Params() = default;
-  // Every default of `schema`, overridden by `values` (which must already be validated).
+  // Every default of `schema` (kDefaulted parameters), overridden by `values` (which must already be
+  // validated).
   Params(const ParamSchema& schema, const std::map<std::string, ParamValue>& values = {});
 
   bool get_bool(const std::string& name) const;

@@ -91,6 +91,16 @@ class Bandwidth {
   double bps_ = 0;
 };
 
+// The rule for a rate that must carry bytes (a link's bandwidth, a device's memory bandwidth): > 0 and
+// finite. Returns the rule broken ("must be > 0", "must be finite") or nullptr. Every layer that checks
+// a bandwidth asks this function and frames the answer with its own path.
+constexpr const char* bandwidth_rule_broken(Bandwidth bw) {
+  const double v = bw.bytes_per_second();
+  if (!(v > 0)) return "must be > 0";
+  if (v == std::numeric_limits<double>::infinity()) return "must be finite";
+  return nullptr;
+}
+
 // Time to move `b` at rate `bw`, rounded up to a whole nanosecond.
 inline Time operator/(Bytes b, Bandwidth bw) {
   if (b.count() == 0) return Time::zero();

@@ -27,9 +27,14 @@ void print_registry(const R& registry, const std::string& title, std::ostream& o
   for (const auto* e : registry.entries()) {
     out << "  " << e->name << "  " << e->description << "\n";
     for (const ParamSpec& s : e->schema.specs()) {
-      out << "      " << s.name << " (" << to_string(s.type) << ", default "
-          << bagua::to_string(s.default_value);
-      if (s.min) out << ", " << (s.min_exclusive ? "> " : ">= ") << *s.min;
+      out << "      " << s.name << " ("
+          << (s.unit == ParamUnit::kNone ? to_string(s.type) : to_string(s.unit));
+      if (s.presence == ParamPresence::kDefaulted)
+        out << ", default " << bagua::to_string(s.default_value);
+      else
+        out << ", " << to_string(s.presence);
+      if (s.min && s.unit == ParamUnit::kNone)
+        out << ", " << (s.min_exclusive ? "> " : ">= ") << *s.min;
       if (s.max) out << ", <= " << *s.max;
       if (!s.choices.empty()) {
         out << ", one of ";
@@ -75,11 +80,7 @@ void print_components(const Components& c, std::ostream& out) {
   print_registry(c.compressors, "compressors", out);
   print_registry(c.workloads, "workloads", out);
   print_registry(c.optimizers, "optimizers", out);
-  out << "topologies:\n"
-      << "  star        every host's NIC to one non-blocking switch\n"
-      << "  leaf_spine  hosts_per_leaf hosts under each leaf switch, each leaf's uplink to one "
-         "non-blocking\n"
-      << "              spine (bandwidth hosts_per_leaf x NIC / oversubscription unless given)\n";
+  print_registry(c.topologies, "topologies", out);
   print_runtimes(c.runtimes, out);
 }
 

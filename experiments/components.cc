@@ -9,6 +9,7 @@ std::unique_ptr<Components> make_components() {
   register_compressors(c->compressors);
   register_algorithms(c->algorithms, c->compressors);
   register_runtimes(c->runtimes);
+  netsim::register_topologies(c->topologies);
   return c;
 }
 

@@ -1,6 +1,7 @@
 // The registries of every component the experiments layer can name in a config: workloads, optimizers,
-// compressors, algorithms and runtimes. make_components() fills them from each folder's register_*
-// function (the runtimes from experiments/runtimes.cc); tests may fill their own.
+// compressors, algorithms, runtimes and the simulator's topologies. make_components() fills them from
+// each folder's register_* function (the runtimes from experiments/runtimes.cc); tests may fill their
+// own.
 #pragma once
 
 #include <memory>
@@ -10,6 +11,7 @@
 #include "core/models/model.h"
 #include "core/optim/optimizer.h"
 #include "experiments/runtimes.h"
+#include "netsim/topology.h"
 
 namespace bagua::experiments {
 
@@ -19,6 +21,7 @@ struct Components {
   CompressorRegistry compressors{"compressor"};
   AlgorithmRegistry algorithms{"algorithm"};
   RuntimeRegistry runtimes;
+  netsim::TopologyRegistry topologies{"topology"};
 };
 
 // Every registered component of the project.

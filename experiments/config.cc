@@ -79,7 +79,15 @@ class FileLocator {
   std::vector<std::filesystem::path> dirs_;
 };
 
-Json param_to_json(const ParamValue& v) {
+Json param_to_json(const ParamSpec& spec, const ParamValue& v) {
+  switch (spec.unit) {
+    case ParamUnit::kBandwidth:
+      return format_bandwidth(Bandwidth::bytes_per_second(std::get<double>(v)));
+    case ParamUnit::kTime:
+      return format_time(Time::ns(std::get<int64_t>(v)));
+    case ParamUnit::kNone:
+      break;
+  }
   return std::visit([](const auto& x) { return Json(x); }, v);
 }
 
@@ -110,7 +118,8 @@ std::vector<std::string> keys_of(const ParamSchema& schema, std::vector<std::str
 }
 
 // A component's parameters: the keys of `v` other than `reserved`, checked against `schema`. Appends
-// every parameter (defaults filled in) to `canonical` in the schema's order.
+// every parameter (defaults filled in; an optional one only when given) to `canonical` in the schema's
+// order. A bandwidth or time parameter is a quantity with its unit ("100 Gbps", "5 us").
 
 Params parse_params(const Json& v, const std::string& path, const ParamSchema& schema,
                     const std::vector<std::string>& reserved, Json& canonical) {
@@ -119,15 +128,23 @@ Params parse_params(const Json& v, const std::string& path, const ParamSchema& s
   for (const ParamSpec& s : schema.specs()) {
     const Json* given = r.find(s.name);
     ParamValue value = s.default_value;
+    if (!given && s.presence == ParamPresence::kRequired)
+      throw ConfigError(r.path_of(s.name) + ": missing (required)");
+    if (!given && s.presence == ParamPresence::kOptional) continue;
     if (given) {
       const std::string p = r.path_of(s.name);
-      value = param_from_json(s, *given, p);
+      if (s.unit == ParamUnit::kBandwidth)
+        value = r.get_bandwidth(s.name).bytes_per_second();
+      else if (s.unit == ParamUnit::kTime)
+        value = r.get_time(s.name).nanoseconds();
+      else
+        value = param_from_json(s, *given, p);
       if (auto err = schema.validate(s.name, value)) throw ConfigError(p + ": " + *err);
     }
     if (s.type == ParamType::kDouble && std::holds_alternative<int64_t>(value))
       value = static_cast<double>(std::get<int64_t>(value));
     values[s.name] = value;
-    canonical[s.name] = param_to_json(value);
+    canonical[s.name] = param_to_json(s, value);
   }
   return Params(schema, values);
 }
@@ -149,10 +166,9 @@ const typename R::Entry& find_entry(const R& registry, const Json& v, const std:
 
 // ---- cluster ----------------------------------------------------------------------------------------
 
-const std::vector<std::string> kClusterKeys = {
-    "extends", "hosts",    "devices_per_host", "intra_host",
-    "nic",     "topology", "hosts_per_leaf",   "oversubscription",
-    "spine",   "device",   "factors",          "transport"};
+const std::vector<std::string> kClusterKeys = {"extends",  "hosts",  "devices_per_host",
+                                               "intra_host", "nic",  "topology",
+                                               "device",   "factors", "transport"};
 
 // Replaces "extends" by the extended file's content (itself resolved), the keys given here overriding.
 Json resolve_extends(const Json& cluster, const FileLocator& files, int depth, std::string& chain) {
@@ -183,7 +199,31 @@ netsim::LinkSpec parse_link(const ObjectReader& parent, const std::string& key, 
   return l;
 }
 
-netsim::ClusterSpec parse_cluster(const Json& raw, bool simulated, Json& canonical) {
+// "topology": a registered topology's name, or {"name": ..., ...its parameters}. Its canonical form is
+// the bare name when it has no parameters (so a star's stays "star"), an object otherwise.
+netsim::TopologySpec parse_topology(const ObjectReader& cluster,
+                                    const netsim::TopologyRegistry& registry, Json& canonical) {
+  const std::string path = cluster.path_of("topology");
+  Json given = Json{{"name", "star"}};
+  if (const Json* v = cluster.find("topology")) given = v->is_string() ? Json{{"name", *v}} : *v;
+  const auto& entry = find_entry(registry, given, path);
+  Json params = Json::object();
+  netsim::TopologySpec t;
+  t.name = entry.name;
+  t.params = parse_params(given, path, entry.schema, {"name"}, params).values();
+  if (params.empty()) {
+    canonical["topology"] = entry.name;
+  } else {
+    Json object = Json{{"name", entry.name}};
+    for (const auto& [key, value] : params.items())
+      object[key] = value;
+    canonical["topology"] = object;
+  }
+  return t;
+}
+
+netsim::ClusterSpec parse_cluster(const Json& raw, bool simulated,
+                                  const netsim::TopologyRegistry& topologies, Json& canonical) {
   netsim::ClusterSpec spec;
   ObjectReader r(raw, "cluster", kClusterKeys);
   spec.hosts = static_cast<int>(r.get_int("hosts", std::nullopt, 1));
@@ -202,33 +242,7 @@ netsim::ClusterSpec parse_cluster(const Json& raw, bool simulated, Json& canonic
     spec.intra_host = parse_link(r, "intra_host", net);
     spec.nic = parse_link(r, "nic", net);
   }
-  const std::string topology = r.get_choice("topology", "star", {"star", "leaf_spine"});
-  net["topology"] = topology;
-  if (topology == "star") {
-    for (const char* k : {"hosts_per_leaf", "oversubscription", "spine"})
-      if (r.has(k)) throw ConfigError(r.path_of(k) + ": only for \"topology\": \"leaf_spine\"");
-    spec.topology = netsim::TopologyKind::kStar;
-  } else {
-    spec.topology = netsim::TopologyKind::kLeafSpine;
-    spec.hosts_per_leaf = static_cast<int>(r.get_int("hosts_per_leaf", std::nullopt, 1));
-    if (spec.hosts % spec.hosts_per_leaf != 0) {
-      throw ConfigError("cluster.hosts_per_leaf: must divide hosts (" + std::to_string(spec.hosts) +
-                        "), got " + std::to_string(spec.hosts_per_leaf));
-    }
-    spec.oversubscription = r.get_double("oversubscription", 1.0, 1.0, std::nullopt);
-    net["hosts_per_leaf"] = spec.hosts_per_leaf;
-    net["oversubscription"] = spec.oversubscription;
-    if (r.has("spine")) {
-      spec.spine = parse_link(r, "spine", net);
-    } else {
-      // One leaf's uplink carries its hosts' NIC traffic divided by the oversubscription ratio (the
-      // simulator's derived bandwidth, written out); its latency is taken to be a NIC's (one more
-      // cable of the same kind).
-      spec.spine.latency = spec.nic.latency;
-      spec.spine = netsim::spine_link(spec);
-      net["spine"] = link_json(spec.spine);
-    }
-  }
+  spec.topology = parse_topology(r, topologies, net);
 
   spec.device = default_device();
   if (const Json* d = r.find("device")) {
@@ -315,7 +329,7 @@ netsim::ClusterSpec parse_cluster(const Json& raw, bool simulated, Json& canonic
   }
   if (simulated) {
     merge_into(canonical, net);
-    netsim::validate(spec, "cluster.");  // the simulator's own checks (e.g. of the leaf-spine layout)
+    netsim::validate(spec, "cluster.");  // the simulator's own checks (e.g. that the hosts fit)
     netsim::validate_model(spec, "cluster.");
   }
   return spec;
@@ -363,7 +377,7 @@ PointConfig parse_point(const Json& raw, const FileLocator& files, const Compone
     const Json resolved = resolve_extends(*cluster, files, 0, chain);
     Json canonical = Json::object();
     try {
-      p.cluster = parse_cluster(resolved, runtime_traits.virtual_time, canonical);
+      p.cluster = parse_cluster(resolved, runtime_traits.virtual_time, c.topologies, canonical);
     } catch (const ConfigError& e) {
       if (chain.empty()) throw;
       throw ConfigError(std::string(e.what()) + " (cluster extends " + chain + ")");

@@ -31,12 +31,12 @@
 //     hosts*, devices_per_host*       integers >= 1; rank r runs on host r / devices_per_host
 //     intra_host*  {"bandwidth"*, "latency"*}: each device's full-duplex link to its host fabric
 //     nic*         {"bandwidth"*, "latency"*}: each host's full-duplex link to its switch
-//     topology     "star" (default: one non-blocking switch) | "leaf_spine"
-//     hosts_per_leaf           leaf_spine only (required there): hosts under one leaf switch
-//     oversubscription         leaf_spine only, number >= 1, default 1
-//     spine        leaf_spine only, {"bandwidth", "latency"} of each leaf's link to the spine; default
-//                  bandwidth hosts_per_leaf x nic bandwidth / oversubscription, default latency
-//                  the NIC's
+//     topology     a registered topology's name (default "star": one non-blocking switch), or
+//                  {"name"*, ...its parameters}: "leaf_spine" {hosts_per_leaf*, oversubscription,
+//                  spine_bandwidth, spine_latency}, "fat_tree" {k*, oversubscription},
+//                  "rail_optimized" {hosts_per_leaf, oversubscription}, "torus" {x*, y*, z}
+//                  (netsim/topologies/*.h; `bagua list`); resolved to the bare name when it has no
+//                  parameters, else to an object with the defaults filled in
 //     device       {"peak_flops", "memory_bandwidth"}: the device model of Clock::compute; default an
 //                  NVIDIA V100 SXM2 (see config.cc)
 //     factors      the network model's factors (netsim/simulation.h ModelFactors), each off by
@@ -57,8 +57,8 @@
 //                  rendezvous round trip before the bytes) | "nccl" ("slots" >= 1, default 8, credit
 //                  slots per connection of "slot_bytes", default "512 KiB": a send completes once it
 //                  holds a slot)}; the defaults are Open MPI 4.1's and NCCL's (netsim/model_factors.cc)
-//     intra_host, nic, spine, device, factors and transport matter only to the simulator; for other
-//     runtimes they are checked and left out of the resolved config.
+//     intra_host, nic, topology, device, factors and transport matter only to the simulator; for
+//     other runtimes they are checked and left out of the resolved config.
 //   workload*      {"name"*, "batch_size" (per rank, default 32), ...the workload's parameters}
 //                  e.g. {"name": "profile", "file": "configs/workloads/vgg16.json", "batch_size": 32}
 //                  (a profile file is read and checked when the config is loaded)

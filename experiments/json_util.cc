@@ -253,8 +253,8 @@ Bandwidth ObjectReader::get_bandwidth(std::string_view key) const {
   const Json& v = required(key);
   const std::string& text = quantity_text(*this, key, v, "bandwidth", kBandwidthExample);
   const Bandwidth bw = with_path(path_of(key), [&] { return parse_bandwidth(text); });
-  if (!(bw.bytes_per_second() > 0))
-    throw ConfigError(path_of(key) + ": must be > 0, got " + json_text(v));
+  if (const char* broken = bandwidth_rule_broken(bw))  // core's rule (core/units.h)
+    throw ConfigError(path_of(key) + ": " + broken + ", got " + json_text(v));
   return bw;
 }
 

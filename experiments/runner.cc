@@ -169,7 +169,7 @@ void check_points(const Experiment& e, const Components& c, Backends& backends) 
     Json key = Json::object();
     key["runtime"] = r["runtime"];
     if (r.contains("cluster")) {
-      for (const char* k : {"hosts", "devices_per_host", "topology", "hosts_per_leaf"})
+      for (const char* k : {"hosts", "devices_per_host", "topology"})
         if (r["cluster"].contains(k)) key[k] = r["cluster"][k];
     }
     key["workload"] = r["workload"];

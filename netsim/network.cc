@@ -13,7 +13,7 @@ FlowNetwork::FlowNetwork(const Topology& topology, const ModelFactors& factors, 
     : topology_(topology), factors_(factors), engine_(engine), carried_(topology.links().size(), 0) {
   capacity_.reserve(topology.links().size());
   for (const Link& l : topology.links())
-    capacity_.push_back(l.capacity);
+    capacity_.push_back(l.capacity.bytes_per_second());  // the flow model's doubles start here
   // The host ceilings: an egress and an ingress constraint per host, after the links.
   const double ceiling = factors.host_bandwidth_ceiling.bytes_per_second();
   if (std::isfinite(ceiling)) {
@@ -50,9 +50,9 @@ void FlowNetwork::start(const Route& route, Bytes bytes, Callback done,
   Flow& f = flows_[static_cast<size_t>(id)];
   f.route = route;
   const bool between_hosts = hosts.src != FlowHosts::kWithinHost && hosts.src != hosts.dst;
-  f.constraints.count = 0;
-  for (int i = 0; i < route.count; ++i)
-    f.constraints.push_back(route.links[static_cast<size_t>(i)]);
+  f.constraints.clear();
+  for (const int32_t link : route.links)
+    f.constraints.push_back(link);
   if (between_hosts && ceiling_base_ >= 0) {
     f.constraints.push_back(ceiling_base_ + 2 * hosts.src);
     f.constraints.push_back(ceiling_base_ + 2 * hosts.dst + 1);
@@ -75,9 +75,10 @@ void FlowNetwork::start(const Route& route, Bytes bytes, Callback done,
 void FlowNetwork::enter_transfer(int32_t id) {
   Flow& f = flows_[static_cast<size_t>(id)];
   f.updated = engine_.now();
+  f.position.assign(static_cast<int>(f.constraints.size()), 0);
   for (size_t i = 0; i < f.constraints.size(); ++i) {
     auto& on_link = active_[static_cast<size_t>(f.constraints[i])];
-    f.position[i] = static_cast<int32_t>(on_link.size());
+    f.position[static_cast<int>(i)] = static_cast<int32_t>(on_link.size());
     on_link.push_back(id);
   }
   // Alone on every constraint, the flow is a component by itself (what reshare() would find).
@@ -92,27 +93,28 @@ void FlowNetwork::enter_transfer(int32_t id) {
 
 void FlowNetwork::complete(int32_t id) {
   Flow& f = flows_[static_cast<size_t>(id)];
-  const Route route = f.route;
+  const Route& route = f.route;  // stays until done() (no flow is started before)
   const bool transferring = f.rate > 0;
   if (transferring) {
     // Leave every constraint: swap-remove, fixing the moved flow's position.
     for (size_t i = 0; i < f.constraints.size(); ++i) {
       const auto link = static_cast<size_t>(f.constraints[i]);
       auto& on_link = active_[link];
-      const auto pos = static_cast<size_t>(f.position[i]);
+      const auto pos = static_cast<size_t>(f.position[static_cast<int>(i)]);
       const int32_t moved = on_link.back();
       on_link[pos] = moved;
       on_link.pop_back();
       if (moved != id) {
         Flow& m = flows_[static_cast<size_t>(moved)];
         for (size_t j = 0; j < m.constraints.size(); ++j)
-          if (m.constraints[j] == static_cast<int32_t>(link)) m.position[j] = static_cast<int32_t>(pos);
+          if (m.constraints[j] == static_cast<int32_t>(link))
+            m.position[static_cast<int>(j)] = static_cast<int32_t>(pos);
       }
     }
     changed_.assign(f.constraints.begin(), f.constraints.end());
   }
-  for (int i = 0; i < route.count; ++i)
-    carried_[static_cast<size_t>(route.links[static_cast<size_t>(i)])] += f.bytes;
+  for (const int32_t link : route.links)
+    carried_[static_cast<size_t>(link)] += f.bytes;
   const Callback done = f.done;
   const std::shared_ptr<void> keep_alive = std::move(f.keep_alive);
   f.completion = EventQueue::kNoEvent;

@@ -62,23 +62,23 @@ class FlowNetwork {
   const std::vector<int64_t>& carried() const { return carried_; }
 
  private:
-  // A flow's constraints: its route's links, then its two host ceilings (if any).
+  // A flow's constraints: its route's links, then its two host ceilings (if any), in a list that keeps
+  // up to LinkList::kInlineLinks in place (a flow slot is reused, and its list with it).
   struct Constraints {
-    static constexpr int kMax = Route::kMaxLinks + 2;
-    std::array<int32_t, kMax> ids{};
-    int count = 0;
-    const int32_t* begin() const { return ids.data(); }
-    const int32_t* end() const { return ids.data() + count; }
-    size_t size() const { return static_cast<size_t>(count); }
-    int32_t operator[](size_t i) const { return ids[i]; }
-    void push_back(int32_t id) { ids[static_cast<size_t>(count++)] = id; }
-    operator std::span<const int32_t>() const { return {begin(), size()}; }
+    LinkList<int32_t> ids;
+    const int32_t* begin() const { return ids.begin(); }
+    const int32_t* end() const { return ids.end(); }
+    size_t size() const { return static_cast<size_t>(ids.size()); }
+    int32_t operator[](size_t i) const { return ids[static_cast<int>(i)]; }
+    void clear() { ids.clear(); }
+    void push_back(int32_t id) { ids.push_back(id); }
+    operator std::span<const int32_t>() const { return ids.span(); }
   };
 
   struct Flow {
     Route route;
     Constraints constraints;
-    std::array<int32_t, Constraints::kMax> position{};  // index in each constraint's active list
+    LinkList<int32_t> position;  // index in each constraint's active list
     double cap = 0;  // the window cap, bytes per second (+infinity for none)
     int64_t bytes = 0;
     double remaining = 0;  // bytes, as of `updated`
@@ -112,7 +112,7 @@ class FlowNetwork {
   Engine& engine_;
   std::vector<Flow> flows_;
   std::vector<int32_t> free_flows_;
-  std::vector<double> capacity_;              // per constraint: Link::capacity, then the ceilings
+  std::vector<double> capacity_;  // per constraint: Link::capacity in bytes per second, then the ceilings
   std::vector<std::vector<int32_t>> active_;  // per constraint: the phase-2 flows sharing it
   std::vector<int64_t> carried_;              // per link
   std::vector<int32_t> changed_;              // the constraints of a flow that just completed

@@ -14,7 +14,8 @@ namespace bagua::netsim {
 World::World(const ClusterSpec& spec_in, const SimOptions& options)
     : spec(spec_in),
       tracing(options.trace),
-      topology(spec_in),
+      topology_owner(make_topology(spec_in)),
+      topology(*topology_owner),
       network(topology, spec_in.factors, spec_in.hosts, engine),
       totals(static_cast<size_t>(spec_in.world_size())),
       mailbox(*this),
@@ -45,9 +46,9 @@ Time lone_transfer_time(const ClusterSpec& spec, int src, int dst, Bytes bytes) 
       src >= 0 && dst >= 0 && src < spec.world_size() && dst < spec.world_size(),
       "lone_transfer_time between ranks " + std::to_string(src) + " and " + std::to_string(dst));
   if (src == dst) return Time::zero();
-  const Topology topology(spec);
-  const Route route = topology.route(src, dst);
-  const bool between_hosts = topology.host_of(src) != topology.host_of(dst);
+  const std::unique_ptr<Topology> topology = make_topology(spec);
+  const Route route = topology->route(src, dst);
+  const bool between_hosts = topology->host_of(src) != topology->host_of(dst);
   // LogGP's o at the sender and again at the receiver, between hosts (message_gap spaces consecutive
   // messages only).
   const Time overheads = between_hosts ? spec.factors.message_overhead * 2 : Time::zero();
@@ -62,9 +63,8 @@ Time lone_transfer_time(const ClusterSpec& spec, int src, int dst, Bytes bytes) 
   // The same arithmetic as FlowNetwork: the rate is the max-min share of a flow alone, its window cap
   // and, between hosts, the host ceilings being constraints like its links.
   double rate = window_cap(spec.factors, route.latency, between_hosts);
-  for (int i = 0; i < route.count; ++i)
-    rate = std::min(
-        rate, topology.links()[static_cast<size_t>(route.links[static_cast<size_t>(i)])].capacity);
+  for (const int32_t link : route.links)
+    rate = std::min(rate, topology->links()[static_cast<size_t>(link)].capacity.bytes_per_second());
   if (between_hosts) rate = std::min(rate, spec.factors.host_bandwidth_ceiling.bytes_per_second());
   return overheads + handshake + route.latency +
          ceil_ns(static_cast<double>(bytes.count()) * 1e9 / rate);

@@ -8,11 +8,13 @@
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "core/context.h"
+#include "core/params.h"
 #include "core/units.h"
 #include "core/world.h"
 
@@ -32,8 +34,13 @@ struct DeviceSpec {
   Bandwidth memory_bandwidth;  // device memory
 };
 
-enum class TopologyKind : uint8_t { kStar, kLeafSpine };
-std::string to_string(TopologyKind k);
+// Which registered topology (netsim/topology.h) and its parameters, as given: make_topology checks
+// them against the topology's schema and fills in the defaults. A bandwidth parameter is a double in
+// bytes per second, a time parameter an int64_t in nanoseconds (core/params.h, ParamUnit).
+struct TopologySpec {
+  std::string name = "star";
+  std::map<std::string, ParamValue> params;
+};
 
 // Named model factors, all 1 (or unlimited, or zero) by default so that the uncalibrated model is
 // exactly the alpha-beta closed form; calibration is explicit.
@@ -96,13 +103,8 @@ struct ClusterSpec {
   int hosts = 1;
   int devices_per_host = 1;
   LinkSpec intra_host;  // device <-> host fabric, one full-duplex link per device (NVLink-like)
-  LinkSpec nic;         // host <-> its switch, one full-duplex link per host
-  TopologyKind topology = TopologyKind::kStar;
-  // Leaf-spine only: hosts per leaf switch, and leaf <-> spine links (one full-duplex link per leaf,
-  // whose bandwidth is hosts_per_leaf * nic bandwidth / oversubscription unless given).
-  int hosts_per_leaf = 0;
-  double oversubscription = 1.0;
-  LinkSpec spine;
+  LinkSpec nic;         // a NIC <-> its switch: one full-duplex link per host (per device: rails)
+  TopologySpec topology;
   DeviceSpec device;
   ModelFactors factors;
   TransportModel transport;
@@ -112,11 +114,11 @@ struct ClusterSpec {
 
 // Throws ConfigError naming the first invalid field, prefixed by `prefix` (e.g. "cluster."), as in
 // "cluster.nic.bandwidth must be > 0, got 0". Fields: hosts, devices_per_host, intra_host.bandwidth,
-// intra_host.latency, nic.bandwidth, nic.latency, hosts_per_leaf, oversubscription, spine.bandwidth,
-// spine.latency (the last four for leaf-spine only), device.peak_flops, device.memory_bandwidth,
+// intra_host.latency, nic.bandwidth, nic.latency, topology.<parameter> (the topology's own checks,
+// e.g. "cluster.topology.k must be even, got 3"), device.peak_flops, device.memory_bandwidth,
 // factors.bandwidth_efficiency, factors.latency_factor, factors.flow_window_cap. Link bandwidths must
 // be finite and > 0; latencies >= 0; a zero peak_flops or memory_bandwidth leaves that term out of
-// compute times; spine.bandwidth 0 means hosts_per_leaf * nic.bandwidth / oversubscription.
+// compute times.
 void validate(const ClusterSpec& spec, const std::string& prefix = "");
 
 // The same for the fields validate() leaves out: factors.tcp_window (>= 0), connections_per_peer
@@ -124,9 +126,6 @@ void validate(const ClusterSpec& spec, const std::string& prefix = "");
 // the transport model's (eager limits >= 0; slots and slot_bytes >= 1 for credit slots), as in
 // "cluster.factors.connections_per_peer must be >= 1, got 0". Simulation calls both.
 void validate_model(const ClusterSpec& spec, const std::string& prefix = "");
-
-// A leaf-spine cluster's leaf <-> spine link: `spec.spine`, its bandwidth derived as above when 0.
-LinkSpec spine_link(const ClusterSpec& spec);
 
 // The time the simulator charges one message of `bytes` from world rank `src` to `dst` when it is alone
 // on the network, from isend to the receive's completion (posted in time): the sender's overhead o,

@@ -1,28 +1,12 @@
 #include "netsim/topology.h"
 
 #include <cmath>
+#include <map>
 #include <sstream>
 
 #include "core/check.h"
 
 namespace bagua::netsim {
-
-std::string to_string(TopologyKind k) {
-  switch (k) {
-    case TopologyKind::kStar:
-      return "star";
-    case TopologyKind::kLeafSpine:
-      return "leaf_spine";
-  }
-  return "unknown";
-}
-
-LinkSpec spine_link(const ClusterSpec& spec) {
-  LinkSpec uplink = spec.spine;
-  if (uplink.bandwidth.bytes_per_second() == 0)
-    uplink.bandwidth = spec.nic.bandwidth * (spec.hosts_per_leaf / spec.oversubscription);
-  return uplink;
-}
 
 namespace {
 
@@ -43,12 +27,10 @@ class Validator {
   void at_least(const std::string& field, int64_t v, int64_t min) const {
     if (v < min) fail(field, "be >= " + std::to_string(min), std::to_string(v));
   }
-  // A strictly positive, finite rate (a link's bandwidth: an infinite link would carry bytes in no
-  // time).
+  // A link's bandwidth: core's rule (an infinite link would carry bytes in no time).
   void link_bandwidth(const std::string& field, Bandwidth bw) const {
-    const double v = bw.bytes_per_second();
-    if (!(v > 0)) fail(field, "be > 0", str(v));
-    if (!std::isfinite(v)) fail(field, "be finite", str(v));
+    if (const char* broken = bandwidth_rule_broken(bw))
+      throw ConfigError(prefix_ + field + " " + broken + ", got " + str(bw.bytes_per_second()));
   }
   void latency(const std::string& field, Time t) const {
     if (t < Time::zero()) fail(field, "be >= 0", to_string(t));
@@ -68,6 +50,11 @@ class Validator {
 
 }  // namespace
 
+[[noreturn]] void topology_error(const std::string& path, const std::string& field,
+                                 const std::string& rule, const std::string& got) {
+  throw ConfigError(path + "." + field + ": must " + rule + ", got " + got);
+}
+
 void validate(const ClusterSpec& spec, const std::string& prefix) {
   const Validator v(prefix);
   v.at_least("hosts", spec.hosts, 1);
@@ -80,15 +67,7 @@ void validate(const ClusterSpec& spec, const std::string& prefix) {
   v.latency("intra_host.latency", spec.intra_host.latency);
   v.link_bandwidth("nic.bandwidth", spec.nic.bandwidth);
   v.latency("nic.latency", spec.nic.latency);
-  if (spec.topology == TopologyKind::kLeafSpine) {
-    if (spec.hosts_per_leaf < 1 || spec.hosts % spec.hosts_per_leaf != 0)
-      v.fail("hosts_per_leaf", "be >= 1 and divide hosts (" + std::to_string(spec.hosts) + ")",
-             std::to_string(spec.hosts_per_leaf));
-    v.positive_finite("oversubscription", spec.oversubscription);
-    // 0 means "derive it": hosts_per_leaf * nic.bandwidth / oversubscription.
-    v.non_negative_finite("spine.bandwidth", spec.spine.bandwidth.bytes_per_second());
-    v.latency("spine.latency", spec.spine.latency);
-  }
+  make_topology(spec, prefix + "topology");  // its parameters, and whether the hosts fit
   v.non_negative_finite("device.peak_flops", spec.device.peak_flops);
   v.non_negative_finite("device.memory_bandwidth", spec.device.memory_bandwidth.bytes_per_second());
   const double eff = spec.factors.bandwidth_efficiency;
@@ -104,62 +83,66 @@ void validate(const ClusterSpec& spec, const std::string& prefix) {
 Topology::Topology(const ClusterSpec& spec)
     : ranks_(spec.world_size()),
       devices_per_host_(spec.devices_per_host),
-      hosts_per_leaf_(spec.topology == TopologyKind::kLeafSpine ? spec.hosts_per_leaf : 0),
+      bandwidth_efficiency_(spec.factors.bandwidth_efficiency),
       latency_factor_(spec.factors.latency_factor) {
-  const double eff = spec.factors.bandwidth_efficiency;
-  const Time device = spec.intra_host.latency;
-  const Time nic = spec.nic.latency;
-  auto add = [&](std::string name, const LinkSpec& l) {
-    links_.push_back({std::move(name), l.bandwidth, l.bandwidth.bytes_per_second() * eff, l.latency});
-  };
   for (int r = 0; r < ranks_; ++r) {
-    const std::string base =
-        "host" + std::to_string(r / devices_per_host_) + ".dev" + std::to_string(r % devices_per_host_);
-    add(base + ".up", spec.intra_host);
-    add(base + ".down", spec.intra_host);
+    const std::string host = "host" + std::to_string(r / devices_per_host_);
+    const std::string device = host + ".dev" + std::to_string(r % devices_per_host_);
+    add_cable(device, device, host, spec.intra_host);
   }
-  nic_base_ = static_cast<int>(links_.size());
-  for (int h = 0; h < spec.hosts; ++h) {
-    add("host" + std::to_string(h) + ".nic.up", spec.nic);
-    add("host" + std::to_string(h) + ".nic.down", spec.nic);
-  }
-  leaf_base_ = static_cast<int>(links_.size());
-  if (hosts_per_leaf_ > 0) {
-    const LinkSpec uplink = spine_link(spec);
-    for (int k = 0; k < spec.hosts / hosts_per_leaf_; ++k) {
-      add("leaf" + std::to_string(k) + ".up", uplink);
-      add("leaf" + std::to_string(k) + ".down", uplink);
-    }
-    const Time leaf = uplink.latency;
-    latency_by_count_[6] = (device + nic + leaf + leaf + nic + device).scaled(latency_factor_);
-  }
-  latency_by_count_[2] = (device + device).scaled(latency_factor_);
-  latency_by_count_[4] = (device + nic + nic + device).scaled(latency_factor_);
+}
+
+int Topology::add_link(std::string name, std::string from, std::string to, const LinkSpec& spec) {
+  links_.push_back({std::move(name), std::move(from), std::move(to), spec.bandwidth,
+                    spec.bandwidth * bandwidth_efficiency_, spec.latency});
+  latency_.push_back(spec.latency);
+  return static_cast<int>(links_.size()) - 1;
+}
+
+int Topology::add_cable(const std::string& base, const std::string& lower, const std::string& upper,
+                        const LinkSpec& spec) {
+  const int up = add_link(base + ".up", lower, upper, spec);
+  add_link(base + ".down", upper, lower, spec);
+  return up;
 }
 
 Route Topology::route(int src, int dst) const {
   BAGUA_CHECK(src != dst && src >= 0 && dst >= 0 && src < ranks_ && dst < ranks_,
               "route from rank " + std::to_string(src) + " to rank " + std::to_string(dst));
   Route r;
-  auto add = [&](int link) { r.links[static_cast<size_t>(r.count++)] = link; };
-  const int src_host = host_of(src);
-  const int dst_host = host_of(dst);
-  add(device_up(src));
-  if (src_host != dst_host) {
-    add(nic_up(src_host));
-    if (hosts_per_leaf_ > 0) {
-      const int src_leaf = src_host / hosts_per_leaf_;
-      const int dst_leaf = dst_host / hosts_per_leaf_;
-      if (src_leaf != dst_leaf) {
-        add(leaf_up(src_leaf));
-        add(leaf_down(dst_leaf));
-      }
-    }
-    add(nic_down(dst_host));
-  }
-  add(device_down(dst));
-  r.latency = latency_by_count_[static_cast<size_t>(r.count)];
+  r.links.push_back(device_up(src));
+  route_between(src, dst, r);
+  r.links.push_back(device_down(dst));
+  Time sum;
+  for (const int32_t link : r.links)
+    sum += latency_[static_cast<size_t>(link)];
+  r.latency = sum.scaled(latency_factor_);
   return r;
+}
+
+std::unique_ptr<Topology> make_topology(const ClusterSpec& spec, const std::string& path) {
+  TopologyRegistry registry("topology");
+  register_topologies(registry);
+  const TopologyRegistry::Entry* entry = registry.find(spec.topology.name);
+  if (!entry) {
+    std::string known;
+    for (const auto* e : registry.entries())
+      known += (known.empty() ? "" : ", ") + e->name;
+    throw ConfigError(path + ".name: unknown topology \"" + spec.topology.name + "\" (known: " + known +
+                      ")");
+  }
+  std::map<std::string, ParamValue> values;
+  for (const auto& [name, value] : spec.topology.params) {
+    if (auto err = entry->schema.validate(name, value))
+      throw ConfigError(path + "." + name + ": " + *err);
+    const bool as_double =
+        entry->schema.find(name)->type == ParamType::kDouble && std::holds_alternative<int64_t>(value);
+    values[name] = as_double ? ParamValue(static_cast<double>(std::get<int64_t>(value))) : value;
+  }
+  for (const ParamSpec& s : entry->schema.specs())
+    if (s.presence == ParamPresence::kRequired && !spec.topology.params.count(s.name))
+      throw ConfigError(path + "." + s.name + ": missing (required)");
+  return entry->factory(Params(entry->schema, values), spec, path);
 }
 
 }  // namespace bagua::netsim

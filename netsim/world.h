@@ -4,6 +4,7 @@
 #pragma once
 
 #include <exception>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -44,7 +45,8 @@ class World {
   const ClusterSpec& spec;
   const bool tracing;
   Engine engine;
-  Topology topology;
+  const std::unique_ptr<Topology> topology_owner;
+  const Topology& topology;
   FlowNetwork network;
   TraceLog trace;
   std::vector<RankTotals> totals;

@@ -111,6 +111,13 @@ TEST_F(Cli, ValidateAndList) {
   for (const char* name : {"gradient_allreduce", "logistic_regression", "sgd", "minmax_uint8",
                            "profile", "star", "leaf_spine", "peer_selection_mode"})
     EXPECT_NE(r.out.find(name), std::string::npos) << name;
+  // The topologies come from their registry, each with its parameters.
+  const size_t topologies = r.out.find("topologies:\n");
+  ASSERT_NE(topologies, std::string::npos) << r.out;
+  for (const char* line : {"  fat_tree  ", "      k (integer, required, >= 2, <= 256)", "  rail_optimized  ",
+                           "  torus  ", "      z (integer, default 1, >= 1, <= 4096)",
+                           "      spine_bandwidth (bandwidth, optional)"})
+    EXPECT_NE(r.out.find(line, topologies), std::string::npos) << line;
   r = bagua({"run"});
   EXPECT_NE(r.exit_code, 0);  // the config is required
 }

@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "core/check.h"
+#include "core/transport.h"
 #include "experiments/profile_file.h"
+#include "netsim/topology.h"
 #include "tests/experiments/fake_components.h"
 
 namespace bagua::experiments {
@@ -134,11 +136,25 @@ TEST(Config, ErrorsAreOneLineNamingThePath) {
        "nmae: unknown key (known: name, description, seed, runtime, cluster, workload, algorithm, "
        "optimizer, "
        "schedule, output, sweep)"},
-      {{"cluster.hosts_per_leaf=2"}, "cluster.hosts_per_leaf: only for \"topology\": \"leaf_spine\""},
-      {{"cluster.topology=leaf_spine"}, "cluster.hosts_per_leaf: missing (required)"},
-      {{"cluster.topology=leaf_spine", "cluster.hosts_per_leaf=3"},
-       "cluster.hosts_per_leaf: must divide hosts (2), got 3"},
-      {{"cluster.topology=ring"}, "cluster.topology: must be one of star|leaf_spine, got \"ring\""},
+      {{"cluster.topology={\"name\": \"star\", \"hosts_per_leaf\": 2}"},
+       "cluster.topology.hosts_per_leaf: unknown key (known: name)"},
+      {{"cluster.topology=leaf_spine"}, "cluster.topology.hosts_per_leaf: missing (required)"},
+      {{"cluster.topology={\"name\": \"leaf_spine\", \"hosts_per_leaf\": 3}"},
+       "cluster.topology.hosts_per_leaf: must divide hosts (2), got 3"},
+      {{"cluster.topology={\"name\": \"leaf_spine\", \"hosts_per_leaf\": 0}"},
+       "cluster.topology.hosts_per_leaf: must be >= 1, got 0"},
+      {{"cluster.topology={\"name\": \"leaf_spine\", \"hosts_per_leaf\": 1, \"spine_bandwidth\": 5}"},
+       "cluster.topology.spine_bandwidth: expected a bandwidth with a unit, e.g. \"100 Gbps\" or "
+       "\"12.5 GB/s\", got 5"},
+      {{"cluster.topology={\"name\": \"fat_tree\", \"k\": 3}"},
+       "cluster.topology.k: must be even, got 3"},
+      {{"cluster.topology={\"name\": \"torus\", \"x\": 2, \"y\": 1, \"z\": 0}"},
+       "cluster.topology.z: must be >= 1, got 0"},
+      {{"cluster.topology={\"name\": \"torus\", \"x\": 1, \"y\": 1}"},
+       "cluster.topology.x * y * z: must hold the 2 hosts, got 1"},
+      {{"cluster.topology=ring"},
+       "cluster.topology.name: unknown topology \"ring\" (known: fat_tree, leaf_spine, rail_optimized, "
+       "star, torus)"},
       {{"cluster.factors.bandwidth_efficiency=1.5"},
        "cluster.factors.bandwidth_efficiency: must be <= 1, got 1.5"},
       {{"cluster.factors.latency_factor=0"}, "cluster.factors.latency_factor: must be > 0, got 0"},
@@ -200,13 +216,34 @@ TEST(Config, ThreadsRuntimeKeepsOnlyTheHostLayout) {
 
 TEST(Config, LeafSpineDefaultsItsSpineFromTheNics) {
   const Experiment e =
-      load({"cluster.topology=leaf_spine", "cluster.hosts_per_leaf=2", "cluster.oversubscription=4"});
+      load({R"(cluster.topology={"name": "leaf_spine", "hosts_per_leaf": 2, "oversubscription": 4})"});
   const netsim::ClusterSpec& s = e.points[0].cluster;
-  EXPECT_EQ(s.topology, netsim::TopologyKind::kLeafSpine);
-  // 2 hosts x 100 Gbps / 4 = 50 Gbps, with the NIC's latency.
-  EXPECT_DOUBLE_EQ(s.spine.bandwidth.gbps(), 50.0);
-  EXPECT_EQ(s.spine.latency, Time::us(5));
-  EXPECT_EQ(e.points[0].resolved["cluster"]["spine"]["bandwidth"], "50 Gbps");
+  EXPECT_EQ(s.topology.name, "leaf_spine");
+  // 2 hosts x 100 Gbps / 4 = 50 Gbps, with the NIC's latency (5 us).
+  const auto topology = netsim::make_topology(s);
+  const netsim::Link& up = topology->links()[static_cast<size_t>(2 * 8 + 2 * 2)];  // after dev, nic
+  EXPECT_EQ(up.name, "leaf0.up");
+  EXPECT_DOUBLE_EQ(up.bandwidth.gbps(), 50.0);
+  EXPECT_EQ(up.latency, Time::us(5));
+  // The resolved form: the parameters in the schema's order, the optional spine ones left out.
+  EXPECT_EQ(e.points[0].resolved["cluster"]["topology"].dump(),
+            R"({"name":"leaf_spine","hosts_per_leaf":2,"oversubscription":4.0})");
+}
+
+TEST(Config, ATopologyWithoutParametersResolvesToItsBareName) {
+  // Both spellings of a star resolve alike, to the bare name (so star configs keep their point ids).
+  const Experiment bare = load({"cluster.topology=star"});
+  const Experiment object = load({R"(cluster.topology={"name": "star"})"});
+  EXPECT_EQ(bare.points[0].resolved["cluster"]["topology"], "star");
+  EXPECT_EQ(object.points[0].resolved["cluster"]["topology"], "star");
+  EXPECT_EQ(bare.points[0].id, object.points[0].id);
+  // Quantities of a topology resolve to their canonical text.
+  const Experiment spine = load({R"(cluster.topology={"name": "leaf_spine", "hosts_per_leaf": 1,
+                                    "spine_bandwidth": "0.4 Tbps", "spine_latency": "2000 ns"})"});
+  const Json& t = spine.points[0].resolved["cluster"]["topology"];
+  EXPECT_EQ(t["spine_bandwidth"], "400 Gbps");
+  EXPECT_EQ(t["spine_latency"], "2 us");
+  EXPECT_EQ(spine.points[0].cluster.topology.params.at("spine_latency"), ParamValue(int64_t{2000}));
 }
 
 class TempDir {
@@ -285,13 +322,14 @@ namespace bagua::experiments {
 namespace {
 
 #ifdef BAGUA_SOURCE_DIR
-// The cluster files shipped in configs/clusters, loaded the way configs use them.
+// The paper's cluster files shipped in configs/clusters (paper*.json), loaded the way configs use them.
 TEST(ShippedConfigs, ClusterFilesLoad) {
   const auto components = testing::fake_components();
   const std::filesystem::path source(BAGUA_SOURCE_DIR);
   int files = 0;
   for (const auto& entry : std::filesystem::directory_iterator(source / "configs" / "clusters")) {
-    if (entry.path().extension() != ".json") continue;
+    if (entry.path().extension() != ".json" || entry.path().filename().string().rfind("paper", 0) != 0)
+      continue;
     ++files;
     Json config = parse_json(testing::fake_config_text(), "t");
     config["cluster"] = Json{{"extends", "configs/clusters/" + entry.path().filename().string()}};
@@ -309,6 +347,47 @@ TEST(ShippedConfigs, ClusterFilesLoad) {
   config["cluster"] = Json{{"extends", "configs/clusters/paper.json"}};
   const Experiment e = load_experiment_json(config, source / "configs", {}, *components);
   EXPECT_DOUBLE_EQ(e.points[0].cluster.nic.bandwidth.gbps(), 100.0);  // the paper's 100 Gbps TCP/IP
+}
+
+// Today's presets: 8 DGX systems of 8 GPUs, one NIC per GPU on a rail-optimized fabric. Each loads and
+// runs a tiny exchange with a closed-form time: rank 0 (host 0, GPU 0) sends 1 MB to rank 8 (host 1,
+// GPU 0, the same rail): device link up 1 us + NIC up 5 us + NIC down 5 us + device link down 1 us =
+// 12 us of latency, plus 1e6 B over the NIC: 400 Gbps = 50e9 B/s: 20 us (H100: 32 us in all); 200 Gbps
+// = 25e9 B/s: 40 us (A100: 52 us). Rank 1 sends 1 MB to rank 9 at the same time over its own rail:
+// no sharing, the same time.
+TEST(ShippedConfigs, TodaysClusterPresetsLoadAndRun) {
+  const auto components = testing::fake_components();
+  const std::filesystem::path source(BAGUA_SOURCE_DIR);
+  struct Preset {
+    const char* file;
+    double nvlink_bytes_per_second, nic_gbps, peak_flops, memory_bytes_per_second;
+    Time exchange;
+  };
+  for (const Preset& p : {Preset{"dgx_h100.json", 450e9, 400, 67e12, 3.35e12, Time::us(32)},
+                          Preset{"dgx_a100.json", 300e9, 200, 19.5e12, 2039e9, Time::us(52)}}) {
+    SCOPED_TRACE(p.file);
+    Json config = parse_json(testing::fake_config_text(), "t");
+    config["cluster"] = Json{{"extends", std::string("configs/clusters/") + p.file}};
+    const Experiment e = load_experiment_json(config, source / "configs", {}, *components);
+    const netsim::ClusterSpec& s = e.points[0].cluster;
+    EXPECT_EQ(s.hosts, 8);
+    EXPECT_EQ(s.devices_per_host, 8);
+    EXPECT_EQ(s.topology.name, "rail_optimized");
+    EXPECT_EQ(s.intra_host.bandwidth.bytes_per_second(), p.nvlink_bytes_per_second);
+    EXPECT_DOUBLE_EQ(s.nic.bandwidth.gbps(), p.nic_gbps);
+    EXPECT_EQ(s.device.peak_flops, p.peak_flops);
+    EXPECT_EQ(s.device.memory_bandwidth.bytes_per_second(), p.memory_bytes_per_second);
+    std::vector<Time> done(64);
+    netsim::Simulation(s).run([&](RankContext& ctx) {
+      Transport& t = ctx.transport();
+      const BufferView mb(nullptr, 1'000'000, DType::kU8, &meta_space());
+      if (t.rank() < 2) t.send(mb, t.rank() + 8, 0);
+      if (t.rank() == 8 || t.rank() == 9) t.recv(mb, t.rank() - 8, 0);
+      done[static_cast<size_t>(t.rank())] = ctx.clock().now();
+    });
+    EXPECT_EQ(done[8], p.exchange);
+    EXPECT_EQ(done[9], p.exchange);
+  }
 }
 
 TEST(ShippedConfigs, ProfileWorkloadsLoad) {

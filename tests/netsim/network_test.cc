@@ -203,9 +203,9 @@ TEST(FlowModel, UnequalBottlenecksReallocateWhenTheLimitedFlowEnds) {
   //   A: 250'000 / 2.5e8 s = 1'000'000 ns: completes at 1'001'000 ns; B moved 750'000 bytes meanwhile.
   //   B alone: 250'000 bytes at 1e9 B/s = 250'000 ns: completes at 1'251'000 ns.
   ClusterSpec spec = hosts_spec(4);
-  spec.topology = TopologyKind::kLeafSpine;
-  spec.hosts_per_leaf = 2;
-  spec.spine = {Bandwidth::bytes_per_second(2.5e8), Time::zero()};
+  spec.topology = {
+      "leaf_spine",
+      {{"hosts_per_leaf", int64_t{2}}, {"spine_bandwidth", 2.5e8}, {"spine_latency", int64_t{0}}}};
   std::vector<Time> done(4);
   Simulation(spec).run([&](RankContext& ctx) {
     Transport& t = ctx.transport();
@@ -255,10 +255,10 @@ TEST(FlowModel, WindowCapLimitsEachFlow) {
 // 1 (leaf 0) send 1 MB each to hosts 2 and 3 (leaf 1); both flows cross leaf0.up and leaf1.down.
 std::vector<Time> cross_leaf(double oversubscription, Time spine_latency) {
   ClusterSpec spec = hosts_spec(4);
-  spec.topology = TopologyKind::kLeafSpine;
-  spec.hosts_per_leaf = 2;
-  spec.oversubscription = oversubscription;
-  spec.spine.latency = spine_latency;
+  spec.topology = {"leaf_spine",
+                   {{"hosts_per_leaf", int64_t{2}},
+                    {"oversubscription", oversubscription},
+                    {"spine_latency", spine_latency.nanoseconds()}}};
   std::vector<Time> done(4);
   Simulation(spec).run([&](RankContext& ctx) {
     Transport& t = ctx.transport();
@@ -290,9 +290,9 @@ TEST(FlowModel, LeafSpineExplicitSpineBandwidthAndIntraLeafTraffic) {
   //   b: 1e6 / 8e8 s = 1'250'000 ns: completes at 1'251'000 ns (a and c keep 2e8: their bottleneck is
   //   the leaf uplink). a, c: 1e6 / 2e8 s = 5'000'000 ns: complete at 5'001'000 ns.
   ClusterSpec spec = hosts_spec(4);
-  spec.topology = TopologyKind::kLeafSpine;
-  spec.hosts_per_leaf = 2;
-  spec.spine.bandwidth = Bandwidth::bytes_per_second(4e8);
+  spec.topology = {
+      "leaf_spine",
+      {{"hosts_per_leaf", int64_t{2}}, {"spine_bandwidth", 4e8}, {"spine_latency", int64_t{0}}}};
   std::vector<Time> done(4);
   Simulation sim(spec);
   sim.run([&](RankContext& ctx) {

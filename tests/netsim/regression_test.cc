@@ -109,10 +109,9 @@ ClusterSpec leaf_spine_cluster() {
   spec.devices_per_host = 2;
   spec.intra_host = {Bandwidth::gigabytes_per_second(5), Time::ns(300)};
   spec.nic = {Bandwidth::gigabytes_per_second(1), Time::ns(500)};
-  spec.topology = TopologyKind::kLeafSpine;
-  spec.hosts_per_leaf = 2;
-  spec.oversubscription = 2.0;
-  spec.spine = {Bandwidth::bytes_per_second(0), Time::ns(700)};
+  spec.topology = {
+      "leaf_spine",
+      {{"hosts_per_leaf", int64_t{2}}, {"oversubscription", 2.0}, {"spine_latency", int64_t{700}}}};
   spec.device = {1e12, Bandwidth::gigabytes_per_second(100)};
   spec.factors.bandwidth_efficiency = 0.93;
   spec.factors.latency_factor = 1.3;

@@ -429,16 +429,22 @@ TEST(Simulation, InvalidClusterSpecsNameTheField) {
   EXPECT_EQ(error_of([](ClusterSpec& s) { s.nic.latency = Time::ns(-1); }),
             "nic.latency must be >= 0, got -1 ns");
   EXPECT_EQ(error_of([](ClusterSpec& s) {
-              s.topology = TopologyKind::kLeafSpine;
-              s.hosts_per_leaf = 3;
+              s.topology = {"leaf_spine", {{"hosts_per_leaf", int64_t{3}}}};
             }),
-            "hosts_per_leaf must be >= 1 and divide hosts (4), got 3");
+            "topology.hosts_per_leaf: must divide hosts (4), got 3");
   EXPECT_EQ(error_of([](ClusterSpec& s) {
-              s.topology = TopologyKind::kLeafSpine;
-              s.hosts_per_leaf = 2;
-              s.oversubscription = 0;
+              s.topology = {"leaf_spine", {{"hosts_per_leaf", int64_t{2}}, {"oversubscription", 0.0}}};
             }),
-            "oversubscription must be > 0, got 0");
+            "topology.oversubscription: must be >= 1, got 0");
+  EXPECT_EQ(error_of([](ClusterSpec& s) {
+              s.topology = {"leaf_spine", {}};
+            }),
+            "topology.hosts_per_leaf: missing (required)");
+  EXPECT_EQ(error_of([](ClusterSpec& s) {
+              s.topology = {"ring", {}};
+            }),
+            "topology.name: unknown topology \"ring\" (known: fat_tree, leaf_spine, rail_optimized, "
+            "star, torus)");
   EXPECT_EQ(error_of([](ClusterSpec& s) { s.factors.bandwidth_efficiency = 0; }),
             "factors.bandwidth_efficiency must be in (0, 1], got 0");
   EXPECT_EQ(error_of([](ClusterSpec& s) { s.factors.latency_factor = -1; }),

@@ -30,7 +30,6 @@ netsim::ClusterSpec star(int hosts) {
   spec.devices_per_host = 1;
   spec.intra_host = {Bandwidth::bytes_per_second(1e15), Time::zero()};
   spec.nic = {Bandwidth::gbps(100), Time::us(1)};
-  spec.topology = netsim::TopologyKind::kStar;
   spec.device = {1e12, Bandwidth::gigabytes_per_second(100)};
   return spec;
 }
@@ -157,7 +156,6 @@ netsim::ClusterSpec two_hosts_of_four() {
   spec.devices_per_host = 4;
   spec.intra_host = {Bandwidth::gigabytes_per_second(100), Time::us(1)};
   spec.nic = {Bandwidth::gbps(100), Time::us(1)};
-  spec.topology = netsim::TopologyKind::kStar;
   spec.device = {1e12, Bandwidth::gigabytes_per_second(100)};
   return spec;
 }
