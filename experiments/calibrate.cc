@@ -279,10 +279,10 @@ LinkFit fit_pair(const PairMeasurement& p, const CalibrationOptions& o) {
   return f;
 }
 
-// Per extra message of the burst, its time beyond the single send's: max(o, the wire time of its
-// bytes at `wire`), as in LogGP, where the sender's CPU time and the NIC's serialization overlap. A
-// figure within half a nanosecond of the wire time is the wire alone (o undetectable, taken as 0).
-Time overhead_of(const PairMeasurement& p, const CalibrationOptions& o, Bandwidth wire) {
+// Per extra message of the burst, its time beyond the single send's: LogGP's gap g (the least time
+// between two messages a rank injects), or the wire time of its bytes at `wire` where that is longer.
+// A figure within half a nanosecond of the wire time is the wire alone (g undetectable, taken as 0).
+Time gap_of(const PairMeasurement& p, const CalibrationOptions& o, Bandwidth wire) {
   const double per_message = (median_ns(p.burst) - median_ns(p.single)) / (o.burst_messages - 1);
   const double wire_ns = static_cast<double>(kBurstSize.count()) * 1e9 / wire.bytes_per_second();
   if (!(per_message > wire_ns + 0.5)) return Time::zero();
@@ -362,12 +362,10 @@ Calibration fit(const Measurements& m) {
     c.nic.bandwidth = std::max(*c.host_bandwidth, c.inter->stream);
     if (c.inter->stream.bytes_per_second() < 0.9 * c.nic.bandwidth.bytes_per_second())
       c.flow_window_cap = c.inter->stream;
-    c.message_overhead = overhead_of(*m.inter, o, c.nic.bandwidth);
-    // The simulator charges o at the sender and again at the receiver of a message between hosts, on
-    // top of the route's latency: alpha(inter) = 2 o + 2 intra_host.latency + 2 nic.latency.
-    const Time charged_elsewhere = c.intra_host.latency * 2 + c.message_overhead * 2;
-    c.nic.latency =
-        Time::ns(std::max<int64_t>(0, (c.inter->alpha - charged_elsewhere).nanoseconds() / 2));
+    c.message_gap = gap_of(*m.inter, o, c.nic.bandwidth);
+    // A lone message's CPU costs at both ends are part of alpha: the route's latency takes them.
+    const Time device_links = c.intra_host.latency * 2;
+    c.nic.latency = Time::ns(std::max<int64_t>(0, (c.inter->alpha - device_links).nanoseconds() / 2));
   } else {
     c.nic = c.intra_host;
   }
@@ -410,7 +408,8 @@ std::string cluster_file(const Calibration& c, const Measurements& m, const std:
   if (m.intra && c.intra) pair_lines("intra-host", *m.intra, *c.intra);
   if (c.host_bandwidth)
     out << "//   all pairs at once: " << format_bandwidth(*c.host_bandwidth) << " per host\n";
-  out << "//   per-message overhead: " << format_time(c.message_overhead) << "\n";
+  out << "//   per-message gap (a burst of 8 B sends, per message): " << format_time(c.message_gap)
+      << "\n";
   if (!m.intra)
     out << "// One rank per host: the device links are not measured (latency 0, the NIC's "
            "bandwidth).\n";
@@ -427,7 +426,7 @@ std::string cluster_file(const Calibration& c, const Measurements& m, const std:
   Json factors = Json::object();
   if (std::isfinite(c.flow_window_cap.bytes_per_second()))
     factors["flow_window_cap"] = format_bandwidth(c.flow_window_cap);
-  if (c.message_overhead > Time::zero()) factors["message_overhead"] = format_time(c.message_overhead);
+  if (c.message_gap > Time::zero()) factors["message_gap"] = format_time(c.message_gap);
   if (!factors.empty()) j["factors"] = factors;
   // What completes a send is the runtime's own protocol: Open MPI's eager/rendezvous, NCCL's slots.
   if (c.transport_model != "alpha_beta") j["transport"] = Json{{"model", c.transport_model}};
@@ -471,7 +470,7 @@ void calibrate_world(const PointConfig& point, Backends& backends, const Calibra
        << format_bandwidth(c.intra_host.bandwidth) << " / " << format_time(c.intra_host.latency);
   if (std::isfinite(c.flow_window_cap.bytes_per_second()))
     line << ", per-flow cap " << format_bandwidth(c.flow_window_cap);
-  line << ", per-message overhead " << format_time(c.message_overhead) << " -> " << out_file;
+  line << ", per-message gap " << format_time(c.message_gap) << " -> " << out_file;
   write_line(out, line.str());
 }
 

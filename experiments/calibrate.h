@@ -15,23 +15,26 @@
 //                 ring of hosts), so every NIC carries every rank of its host in each direction: the
 //                 slowest rank's time gives what one host achieves in all
 //   burst         the first rank posts `burst_messages` sends of 8 bytes at once and waits for all; the
-//                 time beyond that of one such send, per extra message, is the per-message cost
+//                 time beyond that of one such send, per extra message, is the per-message gap
 //   sample        one timed repetition; every figure below is the median of its samples
 //
-// The fit (alpha-beta on every link, LogP's o for the per-message cost):
+// The fit (alpha-beta on every link, LogGP's g for the per-message cost):
 //   one-way(size) = alpha + size / beta, least squares over the sizes >= the largest / 64 (all
 //                   of them when fewer than two are) for 1 / beta, alpha = the smallest size's one-way
 //                   less its size / beta
 //   intra_host.latency = alpha(intra) / 2          (a same-host route crosses two device links)
-//   nic.latency        = (alpha(inter) - 2 intra_host.latency - 2 o) / 2   (a route between hosts
-//                        crosses two device links and two NIC links, and the simulator charges the
-//                        per-message overhead o at both ends)
+//   nic.latency        = (alpha(inter) - 2 intra_host.latency) / 2   (a route between hosts crosses two
+//                        device links and two NIC links; a lone message's CPU costs at both ends, LogGP's
+//                        o, are part of alpha and so of the route's latency)
 //   intra_host.bandwidth = the intra-host pair's streaming bandwidth
 //   nic.bandwidth        = all pairs: ranks_per_host x stream bytes / (time - 2 alpha(inter))
 //   factors.flow_window_cap = the inter-host pair's streaming bandwidth, when it is below 90% of
 //                        nic.bandwidth (one flow cannot fill the NIC: a TCP window, a socket thread)
-//   factors.message_overhead = o = (burst - one send) / (burst_messages - 1), LogGP's max(o, wire
-//                        time of 8 B), taken as 0 when it is the wire time alone; between hosts only
+//   factors.message_gap = g = (burst - one send) / (burst_messages - 1): LogGP's gap, the least time
+//                        between two messages one rank injects (or the wire time of 8 B, where longer:
+//                        then g is taken as 0); between hosts only. A burst costs more per message
+//                        than a lone message's CPU time (the transport's queueing, one system call a
+//                        message), so it is the gap, not o, that it measures.
 //   transport.model    = the runtime's own ("mpi": Open MPI's eager/rendezvous; "nccl": its slots)
 // With one rank per host there is no intra-host pair: the device links get latency 0 and the NIC's
 // bandwidth (each carries exactly its host's NIC traffic, so it never limits). With one host there is
@@ -124,7 +127,7 @@ struct Calibration {
   netsim::LinkSpec intra_host;
   netsim::LinkSpec nic;
   Bandwidth flow_window_cap = Bandwidth::infinite();
-  Time message_overhead;  // LogGP's o, between hosts (the simulator charges none within a host)
+  Time message_gap;  // LogGP's g, between hosts (the simulator charges none within a host)
   // cluster.transport.model: "mpi" or "nccl" for those runtimes, whose send completion the simulator
   // models (netsim/transport.h); "alpha_beta" otherwise.
   std::string transport_model = "alpha_beta";

@@ -29,7 +29,7 @@ netsim::ClusterSpec star(int hosts, int devices_per_host = 1, Time nic_latency =
   spec.devices_per_host = devices_per_host;
   spec.intra_host = {Bandwidth::bytes_per_second(1e15), Time::zero()};
   spec.nic = {Bandwidth::gbps(100), nic_latency};
-  spec.topology = netsim::TopologyKind::kStar;
+  spec.topology = {"star", {}};
   spec.device = {1e12, Bandwidth::gigabytes_per_second(100)};
   return spec;
 }
