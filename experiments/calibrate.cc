@@ -358,8 +358,10 @@ Calibration fit(const Measurements& m) {
           "calibrate: all pairs at once took no longer than a round trip of latency: "
           "raise --stream-size");
     c.host_bandwidth = Bandwidth::bytes_per_second(stream_bytes * 1e9 / all_ns);
-    // The NIC carries what a host achieves with every rank streaming, and at least what one pair does.
-    c.nic.bandwidth = std::max(*c.host_bandwidth, c.inter->stream);
+    // The NIC carries what a host achieves with every rank streaming out and in at once: what a
+    // collective's traffic meets, both directions busy (a TCP stream's acknowledgements take some of the
+    // reverse direction, which one pair streaming alone does not show).
+    c.nic.bandwidth = *c.host_bandwidth;
     if (c.inter->stream.bytes_per_second() < 0.9 * c.nic.bandwidth.bytes_per_second())
       c.flow_window_cap = c.inter->stream;
     c.message_gap = gap_of(*m.inter, o, c.nic.bandwidth);

@@ -27,7 +27,8 @@
 //                        device links and two NIC links; a lone message's CPU costs at both ends, LogGP's
 //                        o, are part of alpha and so of the route's latency)
 //   intra_host.bandwidth = the intra-host pair's streaming bandwidth
-//   nic.bandwidth        = all pairs: ranks_per_host x stream bytes / (time - 2 alpha(inter))
+//   nic.bandwidth        = all pairs: ranks_per_host x stream bytes / (time - 2 alpha(inter)), both
+//                        directions of every NIC busy, as a collective's traffic has them
 //   factors.flow_window_cap = the inter-host pair's streaming bandwidth, when it is below 90% of
 //                        nic.bandwidth (one flow cannot fill the NIC: a TCP window, a socket thread)
 //   factors.message_gap = g = (burst - one send) / (burst_messages - 1): LogGP's gap, the least time

@@ -74,7 +74,9 @@ TEST(Calibrate, TheSimulatorsClusterComesBack) {
   EXPECT_NEAR(c.intra_host.latency.nanoseconds(), 2'000, 2);
   EXPECT_NEAR(c.nic.latency.nanoseconds(), 10'000, 2);
   EXPECT_LT(relative(c.intra_host.bandwidth.bytes_per_second(), 10e9), 1e-3);
-  EXPECT_LT(relative(c.nic.bandwidth.bytes_per_second(), 1e9), 1e-3);
+  // All pairs start when they leave a barrier, a few latencies apart: their overlap is a little short of
+  // whole, which a 1% tolerance covers.
+  EXPECT_LT(relative(c.nic.bandwidth.bytes_per_second(), 1e9), 1e-2);
   EXPECT_LT(relative(c.inter->beta.bytes_per_second(), 1e9), 1e-3);
   EXPECT_TRUE(std::isinf(c.flow_window_cap.bytes_per_second()));
   EXPECT_LE(c.message_gap, Time::ns(1));
