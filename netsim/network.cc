@@ -113,16 +113,17 @@ void FlowNetwork::begin_transfer(int32_t id) {
 bool FlowNetwork::hand_over(int32_t id) {
   Flow& f = flows_[static_cast<size_t>(id)];
   Connection& c = connections_[static_cast<size_t>(f.connection)];
-  if (c.head < 0 || flows_[static_cast<size_t>(c.head)].bytes == 0) return false;
+  if (c.head < 0) return false;
   const int32_t next = c.head;
   Flow& n = flows_[static_cast<size_t>(next)];
+  // Only a flow with the same constraints and cap leaves the max-min problem as it is.
+  if (n.bytes == 0 || n.cap != f.cap || n.constraints.count != f.constraints.count ||
+      !std::equal(f.constraints.begin(), f.constraints.end(), n.constraints.begin()))
+    return false;
   c.head = n.next_in_connection;
   if (c.head < 0) c.tail = -1;
   n.next_in_connection = -1;
-  BAGUA_CHECK(n.constraints.count == f.constraints.count && n.cap == f.cap,
-              "flows of one connection on different routes");
   for (size_t i = 0; i < f.constraints.size(); ++i) {
-    BAGUA_CHECK(n.constraints[i] == f.constraints[i], "flows of one connection on different routes");
     active_[static_cast<size_t>(f.constraints[i])][static_cast<size_t>(f.position[i])] = next;
     n.position[i] = f.position[i];
   }

@@ -22,9 +22,9 @@
 //               unchanged. A flow whose phase 1 ends while its connection is busy waits, first-come
 //               first-served (flows of one connection share a route, so their phase 1 ends in start()
 //               order); an empty flow at its turn completes at once, in order. When a flow completes
-//               and the next flow of its connection waits, that flow takes its place on every
-//               constraint at the same rate (same route, same hosts, same cap: the max-min problem is
-//               unchanged, nothing is re-solved)
+//               and the next flow of its connection waits with the same constraints and cap (one
+//               route, one pair of hosts), that flow takes its place on every constraint at the same
+//               rate: the max-min problem is unchanged, nothing is re-solved
 //
 // When rates are re-solved, a flow whose rate did not change is left untouched (its completion event
 // stands); a flow whose rate changed is first brought up to date at its old rate (remaining -= rate *
@@ -69,8 +69,7 @@ class FlowNetwork {
   // Starts a flow of `bytes` along `route` now; `done` runs (as an event) when its last byte arrives.
   // `keep_alive` (may be null) is held until then: whatever `done` refers to lives until it has run, or
   // until the network is destroyed. `connection` (>= 0, or kNoConnection): the ordered byte stream the
-  // flow belongs to (see the terms above); every flow of one connection must have the same route and
-  // hosts.
+  // flow belongs to (see the terms above).
   void start(const Route& route, Bytes bytes, Callback done, std::shared_ptr<void> keep_alive = nullptr,
              FlowHosts hosts = {}, int64_t connection = kNoConnection);
 
@@ -133,8 +132,8 @@ class FlowNetwork {
   // A flow of connection `c` has completed and none took its place: the next waiting flow, if any,
   // begins its phase 2 (an empty one completes by an event now, after the flow's own `done`).
   void release(int32_t c);
-  // The first waiting flow of `id`'s connection, when it has bytes to move, takes `id`'s place on
-  // every constraint at `id`'s rate; returns whether it did.
+  // The first waiting flow of `id`'s connection, when it has bytes to move and `id`'s constraints and
+  // cap, takes `id`'s place on every constraint at `id`'s rate; returns whether it did.
   bool hand_over(int32_t id);
   void enter_transfer(int32_t id);
   void complete(int32_t id);
