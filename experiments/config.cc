@@ -297,8 +297,9 @@ netsim::ClusterSpec parse_cluster(const Json& raw, bool simulated,
   // The transport model: what completes a send (netsim/transport.h). Default "alpha_beta" (at arrival);
   // "mpi" and "nccl" start from TransportModel::mpi() / nccl(), whose figures are cited there.
   if (const Json* t = r.find("transport")) {
-    ObjectReader tr(*t, "cluster.transport",
-                    {"model", "eager_limit", "eager_limit_intra_host", "slots", "slot_bytes"});
+    ObjectReader tr(
+        *t, "cluster.transport",
+        {"model", "eager_limit", "eager_limit_intra_host", "slots", "slot_bytes", "ordered"});
     const std::string model = tr.get_choice("model", "alpha_beta", {"alpha_beta", "mpi", "nccl"});
     auto only_for = [&](std::initializer_list<const char*> keys, const std::string& owner) {
       for (const char* k : keys)
@@ -325,6 +326,13 @@ netsim::ClusterSpec parse_cluster(const Json& raw, bool simulated,
       net["transport"] = Json{{"model", model},
                               {"slots", spec.transport.slots},
                               {"slot_bytes", format_bytes(spec.transport.slot_bytes)}};
+    }
+    // FIFO transfer per connection (TransportModel::ordered), with any model; written to the resolved
+    // config only when on, so that the configs without it resolve as before.
+    spec.transport.ordered = tr.get_bool("ordered", false);
+    if (spec.transport.ordered) {
+      if (!net.contains("transport")) net["transport"] = Json{{"model", model}};
+      net["transport"]["ordered"] = true;
     }
   }
   if (simulated) {

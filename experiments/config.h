@@ -56,7 +56,10 @@
 //                  "eager_limit_intra_host", default "4 KiB": the send completes at once; above, a
 //                  rendezvous round trip before the bytes) | "nccl" ("slots" >= 1, default 8, credit
 //                  slots per connection of "slot_bytes", default "512 KiB": a send completes once it
-//                  holds a slot)}; the defaults are Open MPI 4.1's and NCCL's (netsim/model_factors.cc)
+//                  holds a slot), "ordered" (any model; default false: every message is its own
+//                  flow; true: FIFO transfer per connection, the messages from one world rank to
+//                  another move their bytes one after another, as one TCP stream or RDMA queue pair)};
+//                  the defaults are Open MPI 4.1's and NCCL's (netsim/model_factors.cc)
 //     intra_host, nic, topology, device, factors and transport matter only to the simulator; for
 //     other runtimes they are checked and left out of the resolved config.
 //   workload*      {"name"*, "batch_size" (per rank, default 32), ...the workload's parameters}

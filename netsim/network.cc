@@ -43,8 +43,20 @@ void FlowNetwork::complete_event(void* network, uint64_t id) {
   static_cast<FlowNetwork*>(network)->complete(static_cast<int32_t>(id));
 }
 
+void FlowNetwork::latency_elapsed_event(void* network, uint64_t id) {
+  static_cast<FlowNetwork*>(network)->latency_elapsed(static_cast<int32_t>(id));
+}
+
+int32_t FlowNetwork::connection_index(int64_t connection) {
+  if (const int32_t* index = connection_index_.find(connection)) return *index;
+  const auto index = static_cast<int32_t>(connections_.size());
+  connections_.emplace_back();
+  connection_index_.insert(connection, index);
+  return index;
+}
+
 void FlowNetwork::start(const Route& route, Bytes bytes, Callback done,
-                        std::shared_ptr<void> keep_alive, FlowHosts hosts) {
+                        std::shared_ptr<void> keep_alive, FlowHosts hosts, int64_t connection) {
   BAGUA_CHECK(bytes.count() >= 0, "flow of negative size " + std::to_string(bytes.count()));
   const int32_t id = allocate_flow();
   Flow& f = flows_[static_cast<size_t>(id)];
@@ -65,11 +77,77 @@ void FlowNetwork::start(const Route& route, Bytes bytes, Callback done,
   f.completion = EventQueue::kNoEvent;
   f.done = done;
   f.keep_alive = std::move(keep_alive);
-  // Phase 1: the route latency, using no bandwidth. An empty message completes right after it. Route
-  // latencies take a few distinct values, each a lane of the event queue.
+  f.next_in_connection = -1;
+  f.connection = connection == kNoConnection ? -1 : connection_index(connection);
+  // Phase 1: the route latency, using no bandwidth. An empty message completes right after it (on a
+  // connection: at its turn). Route latencies take a few distinct values, each a lane of the event
+  // queue.
   const auto uid = static_cast<uint64_t>(id);
-  engine_.post(route.latency, {bytes.count() == 0 ? &complete_event : &enter_transfer_event, this, uid},
-               /*recurring=*/true);
+  Callback::Fn phase2 = bytes.count() == 0 ? &complete_event : &enter_transfer_event;
+  if (f.connection >= 0) phase2 = &latency_elapsed_event;
+  engine_.post(route.latency, {phase2, this, uid}, /*recurring=*/true);
+}
+
+void FlowNetwork::latency_elapsed(int32_t id) {
+  Flow& f = flows_[static_cast<size_t>(id)];
+  Connection& c = connections_[static_cast<size_t>(f.connection)];
+  if (!c.busy) {
+    c.busy = true;
+    begin_transfer(id);
+    return;
+  }
+  if (c.tail >= 0)
+    flows_[static_cast<size_t>(c.tail)].next_in_connection = id;
+  else
+    c.head = id;
+  c.tail = id;
+}
+
+void FlowNetwork::begin_transfer(int32_t id) {
+  if (flows_[static_cast<size_t>(id)].bytes == 0)
+    complete(id);
+  else
+    enter_transfer(id);
+}
+
+bool FlowNetwork::hand_over(int32_t id) {
+  Flow& f = flows_[static_cast<size_t>(id)];
+  Connection& c = connections_[static_cast<size_t>(f.connection)];
+  if (c.head < 0) return false;
+  const int32_t next = c.head;
+  Flow& n = flows_[static_cast<size_t>(next)];
+  // Only a flow with the same constraints and cap leaves the max-min problem as it is.
+  if (n.bytes == 0 || n.cap != f.cap || n.constraints.count != f.constraints.count ||
+      !std::equal(f.constraints.begin(), f.constraints.end(), n.constraints.begin()))
+    return false;
+  c.head = n.next_in_connection;
+  if (c.head < 0) c.tail = -1;
+  n.next_in_connection = -1;
+  for (size_t i = 0; i < f.constraints.size(); ++i) {
+    active_[static_cast<size_t>(f.constraints[i])][static_cast<size_t>(f.position[i])] = next;
+    n.position[i] = f.position[i];
+  }
+  n.updated = engine_.now();
+  n.rate = f.rate;
+  schedule_completion(next);
+  return true;
+}
+
+void FlowNetwork::release(int32_t connection) {
+  Connection& c = connections_[static_cast<size_t>(connection)];
+  if (c.head < 0) {
+    c.busy = false;
+    return;
+  }
+  const int32_t next = c.head;
+  Flow& n = flows_[static_cast<size_t>(next)];
+  c.head = n.next_in_connection;
+  if (c.head < 0) c.tail = -1;
+  n.next_in_connection = -1;
+  if (n.bytes == 0)
+    engine_.post(Time::zero(), {&complete_event, this, static_cast<uint64_t>(next)});
+  else
+    enter_transfer(next);
 }
 
 void FlowNetwork::enter_transfer(int32_t id) {
@@ -95,7 +173,10 @@ void FlowNetwork::complete(int32_t id) {
   Flow& f = flows_[static_cast<size_t>(id)];
   const Route& route = f.route;  // stays until done() (no flow is started before)
   const bool transferring = f.rate > 0;
-  if (transferring) {
+  const int32_t connection = f.connection;
+  // On a connection, the next waiting flow takes this one's place on its constraints: no re-solve.
+  const bool handed_over = transferring && connection >= 0 && hand_over(id);
+  if (transferring && !handed_over) {
     // Leave every constraint: swap-remove, fixing the moved flow's position.
     for (size_t i = 0; i < f.constraints.size(); ++i) {
       const auto link = static_cast<size_t>(f.constraints[i]);
@@ -118,14 +199,16 @@ void FlowNetwork::complete(int32_t id) {
   const Callback done = f.done;
   const std::shared_ptr<void> keep_alive = std::move(f.keep_alive);
   f.completion = EventQueue::kNoEvent;
+  f.connection = -1;
   free_flows_.push_back(id);
-  if (transferring) {
+  if (transferring && !handed_over) {
     // Links left empty join no component: reshare() would find no flow to re-solve.
     bool others = false;
     for (int32_t c : changed_)
       others = others || !active_[static_cast<size_t>(c)].empty();
     if (others) reshare(changed_);
   }
+  if (connection >= 0 && !handed_over) release(connection);
   done();
 }
 

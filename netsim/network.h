@@ -15,6 +15,16 @@
 //               A flow alone on all its constraints is a component by itself, whose rate needs no
 //               solver: the capacity of its slowest constraint, or its cap
 //   remaining   a flow's bytes still to move, as of the time it was last brought up to date
+//   connection  (optional, FlowNetwork::start's `connection`) an ordered byte stream the flow belongs
+//               to: its phase 2 starts at max(the end of its own phase 1, the end of the phase 2 of the
+//               connection's previous flow, in start() order), so at most one flow per connection is in
+//               phase 2 and its window cap bounds the connection, not each message. Phase 1 is
+//               unchanged. A flow whose phase 1 ends while its connection is busy waits, first-come
+//               first-served (flows of one connection share a route, so their phase 1 ends in start()
+//               order); an empty flow at its turn completes at once, in order. When a flow completes
+//               and the next flow of its connection waits with the same constraints and cap (one
+//               route, one pair of hosts), that flow takes its place on every constraint at the same
+//               rate: the max-min problem is unchanged, nothing is re-solved
 //
 // When rates are re-solved, a flow whose rate did not change is left untouched (its completion event
 // stands); a flow whose rate changed is first brought up to date at its old rate (remaining -= rate *
@@ -32,6 +42,7 @@
 #include <vector>
 
 #include "netsim/engine.h"
+#include "netsim/flat_map.h"
 #include "netsim/max_min.h"
 #include "netsim/model_factors.h"
 #include "netsim/topology.h"
@@ -52,11 +63,15 @@ class FlowNetwork {
   // number of hosts (for the host ceilings).
   FlowNetwork(const Topology& topology, const ModelFactors& factors, int hosts, Engine& engine);
 
+  // No connection: the flow shares its links with every other flow at once (the default).
+  static constexpr int64_t kNoConnection = -1;
+
   // Starts a flow of `bytes` along `route` now; `done` runs (as an event) when its last byte arrives.
   // `keep_alive` (may be null) is held until then: whatever `done` refers to lives until it has run, or
-  // until the network is destroyed.
+  // until the network is destroyed. `connection` (>= 0, or kNoConnection): the ordered byte stream the
+  // flow belongs to (see the terms above).
   void start(const Route& route, Bytes bytes, Callback done, std::shared_ptr<void> keep_alive = nullptr,
-             FlowHosts hosts = {});
+             FlowHosts hosts = {}, int64_t connection = kNoConnection);
 
   // Bytes carried by each link so far (completed flows), indexed like Topology::links().
   const std::vector<int64_t>& carried() const { return carried_; }
@@ -88,11 +103,38 @@ class FlowNetwork {
     uint64_t mark = 0;  // component search epoch
     Callback done;
     std::shared_ptr<void> keep_alive;
+    int32_t connection = -1;          // index into connections_; -1: none
+    int32_t next_in_connection = -1;  // the next flow waiting for its connection
+  };
+
+  // An ordered byte stream: whether one of its flows is in phase 2 (or, empty, completing at its
+  // turn), and the flows whose phase 1 has ended waiting for it, first-come first-served.
+  struct Connection {
+    bool busy = false;
+    int32_t head = -1;
+    int32_t tail = -1;
+  };
+  struct ConnectionHash {
+    size_t operator()(int64_t c) const {
+      return static_cast<size_t>(static_cast<uint64_t>(c) * 0x9e3779b97f4a7c15ull);
+    }
   };
 
   static void enter_transfer_event(void* network, uint64_t id);
   static void complete_event(void* network, uint64_t id);
+  static void latency_elapsed_event(void* network, uint64_t id);
   int32_t allocate_flow();
+  int32_t connection_index(int64_t connection);
+  // Phase 1 of a flow on a connection has ended: its phase 2 begins now, or it waits for its turn.
+  void latency_elapsed(int32_t id);
+  // Flow `id` begins its phase 2 now (an empty one completes).
+  void begin_transfer(int32_t id);
+  // A flow of connection `c` has completed and none took its place: the next waiting flow, if any,
+  // begins its phase 2 (an empty one completes by an event now, after the flow's own `done`).
+  void release(int32_t c);
+  // The first waiting flow of `id`'s connection, when it has bytes to move and `id`'s constraints and
+  // cap, takes `id`'s place on every constraint at `id`'s rate; returns whether it did.
+  bool hand_over(int32_t id);
   void enter_transfer(int32_t id);
   void complete(int32_t id);
   // Re-solves the components of the given constraints and reschedules the flows whose rate changed.
@@ -116,6 +158,8 @@ class FlowNetwork {
   std::vector<std::vector<int32_t>> active_;  // per constraint: the phase-2 flows sharing it
   std::vector<int64_t> carried_;              // per link
   std::vector<int32_t> changed_;              // the constraints of a flow that just completed
+  FlatMap<int64_t, int32_t, ConnectionHash> connection_index_;  // connection -> connections_ index
+  std::vector<Connection> connections_;
 
   // Component search and solver scratch.
   uint64_t epoch_ = 0;

@@ -88,6 +88,20 @@ std::string to_string(SendCompletion c);
 
 struct TransportModel {
   SendCompletion completion = SendCompletion::kArrival;
+  // FIFO transfer per connection: the messages from one world rank to another are one ordered byte
+  // stream (netsim/network.h, "connection"): a message's bytes start moving only once the previous
+  // message's bytes to that peer have landed, and the TCP window caps the stream, not each message.
+  // Open MPI's btl_tcp sends a peer's fragments one after another on its one socket
+  // (endpoint_send_frag, then the endpoint_frags list, opal/mca/btl/tcp/btl_tcp_endpoint.c), NCCL's
+  // socket transport sends a connection's requests in order on its sockets
+  // (src/transport/net_socket.cc in NVIDIA/nccl), and the RC queue pairs of NCCL's IB transport
+  // (IBV_QPT_RC, src/transport/net_ib/connect.cc) deliver in order (NVIDIA's RDMA Aware
+  // Networks Programming User Manual, Transport Modes: RC delivers its packets in order, like TCP). Within a host too: Open
+  // MPI's shared-memory BTL passes fragments through a FIFO read in order by the receiver
+  // (opal/mca/btl/sm/btl_sm_fifo.h), so a peer pair's copies are taken one after another. The
+  // connection is the ordered pair (source, destination) of world ranks, whatever the group (btl_tcp's
+  // endpoint is per peer process, not per communicator). Off: every message is its own flow.
+  bool ordered = false;
   Bytes eager_limit;             // kEagerRendezvous, between hosts
   Bytes eager_limit_intra_host;  // kEagerRendezvous, within a host (shared memory)
   int slots = 0;                 // kCreditSlots

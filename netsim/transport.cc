@@ -204,8 +204,13 @@ void Mailbox::start_flow(const std::shared_ptr<Message>& m) {
   // The flow's completion owns a reference: a message on the wire lives until it arrives or the run is
   // torn down (the network drops its flows).
   Message* raw = m.get();
+  // Ordered transfer: the connection is the ordered pair of world ranks (TransportModel::ordered).
+  const int64_t connection = world_.spec.transport.ordered
+                                 ? static_cast<int64_t>(key.src) * world_.topology.ranks() + key.dst
+                                 : FlowNetwork::kNoConnection;
   world_.network.start(world_.topology.route(key.src, key.dst), Bytes(m->bytes),
-                       {&Mailbox::arrive_event, this, reinterpret_cast<uintptr_t>(raw)}, m, hosts);
+                       {&Mailbox::arrive_event, this, reinterpret_cast<uintptr_t>(raw)}, m, hosts,
+                       connection);
 }
 
 uint64_t Mailbox::park(std::shared_ptr<Message> m) {

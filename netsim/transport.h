@@ -18,6 +18,11 @@
 //              while all are taken), then its flow starts; a message of at most slot_bytes completes
 //              its send once it holds the slot (buffered), a larger one when its flow has completed;
 //              the slot is freed when the receive completes (the receiver has taken the message)
+//   ordered    (TransportModel::ordered, with any completion rule) every flow from one world rank to
+//              another belongs to the connection (source, destination) of the network model
+//              (network.h): a message's bytes move only after those of the previous flow to that peer
+//              have landed, in the order the flows started; request-to-send and clear-to-send are
+//              not flows and do not queue
 //   o, g       LogGP's overhead and gap (ModelFactors), for messages between hosts (the network
 //              transport's CPU work; NVLink / shared-memory messages within a host pay neither): a
 //              message's first departure (its flow, or its

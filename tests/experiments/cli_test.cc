@@ -243,7 +243,8 @@ TEST_F(Cli, QuickstartMatchesOneRankWithTheWholeBatch) {
 }
 
 // The network presets run through `bagua run`: configs/network/tcp_sockets.json (paper_tcp: 4 MiB TCP
-// windows, a 9.6 GB/s socket ceiling per host, NCCL credit slots, 1 us per message) and
+// windows, a 9.6 GB/s socket ceiling per host, NCCL credit slots, 1 us per message, each peer's
+// messages one ordered stream) and
 // configs/network/rdma.json (paper_rdma: the same without window and ceiling). At 1 ms per NIC link a
 // route between hosts has L of about 2 ms, so a connection moves at most 4 MiB / 4 ms = 1 GB/s: the
 // whole-model exchange of decentralized SGD is then far slower over TCP than over RDMA, where it runs

@@ -176,6 +176,10 @@ TEST(Config, ErrorsAreOneLineNamingThePath) {
        "cluster.transport.slots: must be >= 1, got 0"},
       {{"cluster.transport.model=nccl", "cluster.transport.slot_bytes=\"0 B\""},
        "cluster.transport.slot_bytes: must be >= 1 B, got 0 B"},
+      {{"cluster.transport.ordered=1"}, "cluster.transport.ordered: expected bool, got 1"},
+      {{"cluster.transport.order=true"},
+       "cluster.transport.order: unknown key (known: model, eager_limit, eager_limit_intra_host, "
+       "slots, slot_bytes, ordered)"},
       {{"cluster.nic=3"}, "cluster.nic: expected an object, got 3"},
       {{"name=a b"},
        "name: use letters, digits, '_', '-' and '.' only (it names the output folder), got \"a b\""},
@@ -190,6 +194,24 @@ TEST(Config, ErrorsAreOneLineNamingThePath) {
     EXPECT_EQ(message, c.message) << c.sets.front();
     EXPECT_EQ(message.find('\n'), std::string::npos);
   }
+}
+
+TEST(Config, OrderedTransferIsOffUnlessSetAndResolvedOnlyWhenOn) {
+  // Off by default: the resolved cluster has no transport entry (point ids as before the option).
+  const Experiment off = load();
+  EXPECT_FALSE(off.points[0].cluster.transport.ordered);
+  EXPECT_FALSE(off.points[0].resolved["cluster"].contains("transport"));
+  EXPECT_EQ(load({"cluster.transport.ordered=false"}).points[0].id, off.points[0].id);
+  // On, with the default model or another one.
+  const Experiment on = load({"cluster.transport.ordered=true"});
+  EXPECT_TRUE(on.points[0].cluster.transport.ordered);
+  EXPECT_EQ(on.points[0].resolved["cluster"]["transport"].dump(),
+            R"({"model":"alpha_beta","ordered":true})");
+  EXPECT_NE(on.points[0].id, off.points[0].id);
+  const Experiment nccl = load({"cluster.transport.model=nccl", "cluster.transport.ordered=true"});
+  EXPECT_TRUE(nccl.points[0].cluster.transport.ordered);
+  EXPECT_EQ(nccl.points[0].cluster.transport.completion, netsim::SendCompletion::kCreditSlots);
+  EXPECT_EQ(nccl.points[0].resolved["cluster"]["transport"]["ordered"], true);
 }
 
 TEST(Config, MissingAndMalformedParts) {
@@ -347,6 +369,14 @@ TEST(ShippedConfigs, ClusterFilesLoad) {
   config["cluster"] = Json{{"extends", "configs/clusters/paper.json"}};
   const Experiment e = load_experiment_json(config, source / "configs", {}, *components);
   EXPECT_DOUBLE_EQ(e.points[0].cluster.nic.bandwidth.gbps(), 100.0);  // the paper's 100 Gbps TCP/IP
+  // The TCP and RDMA presets carry each peer pair's messages as one ordered stream.
+  for (const char* file : {"configs/clusters/paper_tcp.json", "configs/clusters/paper_rdma.json"}) {
+    config["cluster"] = Json{{"extends", file}};
+    EXPECT_TRUE(load_experiment_json(config, source / "configs", {}, *components)
+                    .points[0]
+                    .cluster.transport.ordered)
+        << file;
+  }
 }
 
 // Today's presets: 8 DGX systems of 8 GPUs, one NIC per GPU on a rail-optimized fabric. Each loads and
