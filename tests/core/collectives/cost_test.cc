@@ -196,10 +196,12 @@ TEST_P(HierarchicalCatalogue, MeasuredStepsAndBytesMatchTheClosedForms) {
       {"chain 1000 B", {IntraHostAlgo::kChain, Bytes(1000)}},
       {"binomial", {IntraHostAlgo::kBinomial, Bytes(64)}},
       {"auto 64 B", {IntraHostAlgo::kAuto, Bytes(64)}},
-      // NCCL's pipelined chains: 2 channels of 64 B slices (n = S / 128 per channel), and one
-      // channel of 1000 B slices.
+      // NCCL's pipelined chains: 2 channels of 64 B slices (n = S / 128 per channel), and 1000 B
+      // slices on one channel and on two (where the channels count: on 4 x 4, S = 4096 B is
+      // n C = 5 x 1 slices on one channel, 3 x 2 on two).
       {"nccl 64 B x 2", {IntraHostAlgo::kNccl, Bytes(64), 2}},
       {"nccl 1000 B x 1", {IntraHostAlgo::kNccl, Bytes(1000), 1}},
+      {"nccl 1000 B x 2", {IntraHostAlgo::kNccl, Bytes(1000), 2}},
   };
   for (const auto& [options_name, options] : intra_host_options) {
     auto check = [&](const std::string& what, const WireCost& expected,
