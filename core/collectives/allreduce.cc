@@ -17,7 +17,7 @@ constexpr AllreduceAlgo kAllreduceAlgos[] = {AllreduceAlgo::kRing, AllreduceAlgo
 constexpr BroadcastAlgo kBroadcastAlgos[] = {BroadcastAlgo::kBinomial, BroadcastAlgo::kChain};
 constexpr ReduceAlgo kReduceAlgos[] = {ReduceAlgo::kBinomial, ReduceAlgo::kChain};
 constexpr IntraHostAlgo kIntraHostAlgos[] = {IntraHostAlgo::kAuto, IntraHostAlgo::kBinomial,
-                                             IntraHostAlgo::kChain};
+                                             IntraHostAlgo::kChain, IntraHostAlgo::kNccl};
 
 // The algorithm of `algos` named `name`; ConfigError naming every choice otherwise.
 template <class Algo, size_t N>
@@ -102,6 +102,8 @@ std::string to_string(IntraHostAlgo algo) {
       return "binomial";
     case IntraHostAlgo::kChain:
       return "chain";
+    case IntraHostAlgo::kNccl:
+      return "nccl";
   }
   return "?";
 }

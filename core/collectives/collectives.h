@@ -48,6 +48,9 @@
 //   hierarchical reduce_scatter               (Q + k-2) + (H-1) + (Q-1)    S
 //   hierarchical allgather                    1 + (H-1) + (Q + k-2)        S + max((H-1) S/H, S/P)
 //   hierarchical broadcast, root a leader     ceil(lg H) + (Q + k-2)       (ceil(lg H) + 1) S
+//   Hierarchical, intra-host "nccl" (pipelined chains, C channels, n slices per channel's part): the
+//   rows above with k = n C; bytes as the chains' (Q >= 2 here)
+//   hierarchical allreduce                    2(Q + n C-2) + 2(H-1)        max(2S, S + 2(H-1) S/H)
 //   Hierarchical, intra-host binomial trees, unsegmented (smaller buffers, or Q <= 2):
 //   hierarchical allreduce                    floor(lg Q) + 2(H-1)         2(H-1) S/H + ceil(lg Q) S
 //                                               + ceil(lg Q)
@@ -188,8 +191,9 @@ int neighbour_exchange(Transport& transport, const BufferView& data, const Buffe
 
 // How the two-level collectives reduce onto a host's leader and broadcast from it.
 //   kChain     pipelined chains (ReduceAlgo::kChain, BroadcastAlgo::kChain) in segments of `segment`
-//              bytes, as NCCL runs ncclReduce and ncclBroadcast (its ring algorithm), the two calls of
-//              Bagua's hierarchical mode for its intra-host phases.
+//              bytes, one segment in flight per rank at a time: the shape in which NCCL runs
+//              ncclReduce and ncclBroadcast (its ring algorithm), the two calls of Bagua's
+//              hierarchical mode for its intra-host phases, without NCCL's slots (kNccl has them).
 //   kBinomial  binomial trees, unsegmented: lg Q steps of the whole buffer, but fewer latencies, so
 //              better for small buffers.
 //   kAuto      by size, the idea of NCCL's tuner, which picks tree or ring per call as the one of least
@@ -201,8 +205,16 @@ int neighbour_exchange(Transport& transport, const BufferView& data, const Buffe
 //              binomial broadcast's root sends it): the chain wins on bandwidth from Q = 3 on, and on
 //              two ranks it is only the same hop cut in pieces.
 //              docs/algorithms.md, "Intra-host phases", works the rule out on the paper's NVLink hosts.
-enum class IntraHostAlgo : uint8_t { kAuto, kBinomial, kChain };
-std::string to_string(IntraHostAlgo algo);  // "auto", "binomial", "chain"
+//   kNccl      what ncclReduce and ncclBroadcast run (core/collectives/nccl.h): NCCL's pipelined chain
+//              (pipelined_reduce, pipelined_broadcast) in slices of `segment` bytes, at most NCCL_STEPS
+//              = 8 slices in flight per peer per channel, a rank forwarding a slice as soon as it has
+//              it, on `channels` channels, or as many as NCCL's tuner gives the host's ranks and the
+//              buffer (nccl_channels for the ring on nccl_topology of the host's group). NCCL runs
+//              both calls with its ring algorithm whatever the size (ncclTopoTuneModel in
+//              src/graph/tuning.cc skips every other algorithm for ncclFuncBroadcast and
+//              ncclFuncReduce); only the Simple protocol is modelled.
+enum class IntraHostAlgo : uint8_t { kAuto, kBinomial, kChain, kNccl };
+std::string to_string(IntraHostAlgo algo);  // "auto", "binomial", "chain", "nccl"
 IntraHostAlgo parse_intra_host_algo(std::string_view name);
 
 struct IntraHostOptions {
@@ -211,18 +223,24 @@ struct IntraHostOptions {
   // 512 KiB (DEFAULT_BUFFSIZE (1 << 22) in src/init.cc; NCCL_STEPS 8 in src/include/device.h;
   // stepSize = buffSize / NCCL_STEPS in src/enqueue.cc), and its ring reduce and broadcast move one
   // step per chunk (REDUCE_CHUNKSTEPS = BROADCAST_CHUNKSTEPS = 1 in src/include/collectives.h).
-  // Rounded down to whole elements (at least one). Must be > 0.
+  // Rounded down to whole elements (at least one). Must be > 0. For kNccl, the slice: NCCL's
+  // stepSize x BROADCAST_SLICESTEPS (= REDUCE_SLICESTEPS = 1), the same 512 KiB.
   Bytes segment = Bytes(int64_t{512} * 1024);
+  // kNccl only: the channel count; 0 takes NCCL's tuner's (see kNccl). Must be >= 0.
+  int channels = 0;
 };
 
 // What an intra-host phase runs for `count` elements of `element_bytes` bytes each on a host of
 // `ranks` ranks: a chain in `segments` segments of `segment_elements` elements, or (chain false)
-// binomial trees, unsegmented (segment_elements 0, segments 1). Throws ConfigError for a segment of
-// 0 bytes or less.
+// binomial trees, unsegmented (segment_elements 0, segments 1); for kNccl, NCCL's pipelined chain
+// (nccl true, chain false) in slices of `segment_elements`, whose channel count is settled where the
+// phase runs (intra_host_channels). Throws ConfigError for a segment of 0 bytes or less, or channels
+// below 0.
 struct IntraHostPlan {
   bool chain = false;
   size_t segment_elements = 0;
   int64_t segments = 1;
+  bool nccl = false;
   bool operator==(const IntraHostPlan&) const = default;
 };
 IntraHostPlan plan_intra_host(const IntraHostOptions& options, int ranks, size_t count,
@@ -250,6 +268,10 @@ struct HierarchicalGroups {
   std::unique_ptr<Transport> leaders;
   IntraHostOptions intra_host;
 };
+
+// The channels a kNccl intra-host phase of `bytes` runs on over `intra` (a host's group):
+// options.channels if > 0, else nccl_channels(nccl_topology(intra), NcclAlgo::kRing, bytes).
+int intra_host_channels(const IntraHostOptions& options, const Transport& intra, Bytes bytes);
 
 // The intra-host phases on their own, as plan_intra_host picks them from groups.intra_host for this
 // host's ranks and the buffer's size. Reduce onto the host's leader (the other ranks' data is left

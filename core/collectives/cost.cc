@@ -252,7 +252,14 @@ IntraHostCost intra_host_cost(int ranks, Bytes size, const IntraHostOptions& opt
   IntraHostCost cost;
   cost.plan = plan_intra_host(options, ranks, static_cast<size_t>(size.count()), 1);
   const int segments = static_cast<int>(cost.plan.segments);
-  if (cost.plan.chain) {
+  if (cost.plan.nccl) {
+    // NCCL's channel count follows the links (intra_host_channels): the caller names it.
+    if (options.channels <= 0)
+      throw ConfigError("the cost of intra_host 'nccl' needs intra_host.channels > 0, got " +
+                        std::to_string(options.channels));
+    cost.up = pipelined_chain_cost(ranks, size, options.channels, options.segment);
+    cost.down = cost.up;
+  } else if (cost.plan.chain) {
     cost.up = reduce_cost(ReduceAlgo::kChain, ranks, size, segments);
     cost.down = broadcast_cost(BroadcastAlgo::kChain, ranks, size, segments);
   } else {
@@ -271,13 +278,13 @@ WireCost hierarchical_allreduce_cost(int hosts, int ranks_per_host, Bytes size,
   const IntraHostCost intra = intra_host_cost(ranks_per_host, size, intra_host);
   const WireCost across = ring_allreduce_cost(hosts, size);
   const int64_t steps = intra.up.steps + across.steps + intra.down.steps;
-  if (!intra.plan.chain) {
+  if (!intra.plan.chain && !intra.plan.nccl) {
     // A leader sends the ring's bytes and the root's share of the host broadcast; no other rank sends
     // more (a binomial tree's inner rank sends S up and at most ceil(lg Q) - 1 times S down).
     return {steps, across.sent + intra.down.sent};
   }
-  // Chains: a leader sends the ring's bytes and S down the chain; a rank inside the chain (Q >= 3)
-  // sends S up and S down.
+  // Chains (one segment at a time or NCCL's pipelined ones): a leader sends the ring's bytes and S
+  // down the chain; a rank inside the chain (Q >= 3) sends S up and S down.
   const Bytes leader = across.sent + (ranks_per_host >= 2 ? size : Bytes(0));
   const Bytes inner = ranks_per_host >= 3 ? size * 2 : Bytes(0);
   return {steps, std::max(leader, inner)};
@@ -307,7 +314,7 @@ WireCost hierarchical_allgather_cost(int hosts, int ranks_per_host, Bytes size,
   const WireCost across = ring_allgather_cost(hosts, size);
   const IntraHostCost intra = intra_host_cost(ranks_per_host, size, intra_host);
   const int64_t steps = gather_steps + across.steps + intra.down.steps;
-  if (!intra.plan.chain) return {steps, across.sent + intra.down.sent};
+  if (!intra.plan.chain && !intra.plan.nccl) return {steps, across.sent + intra.down.sent};
   // Chain: the leader sends the ring's bytes and S; a rank inside the chain its chunk and S.
   const Bytes leader = across.sent + (ranks_per_host >= 2 ? size : Bytes(0));
   const Bytes inner = ranks_per_host >= 3 ? chunk + size : Bytes(0);

@@ -63,7 +63,9 @@ WireCost double_tree_allreduce_cost(int hosts, int ranks_per_host, Bytes size, B
 // Two-level forms on `hosts` hosts of `ranks_per_host` ranks each, numbered host by host, with a ring
 // among the leaders; the broadcast's root is a host leader. The intra-host phases are the ones
 // plan_intra_host picks from `intra_host` for S bytes (the segment taken to be a whole number of
-// elements, as the default 512 KiB is for every dtype).
+// elements, as the default 512 KiB is for every dtype). For IntraHostAlgo::kNccl each phase is
+// pipelined_chain_cost(Q, S, intra_host.channels, intra_host.segment), bytes as the chains'; its
+// channel count depends on the links, so intra_host.channels must be > 0 here (ConfigError).
 WireCost hierarchical_allreduce_cost(int hosts, int ranks_per_host, Bytes size,
                                      const IntraHostOptions& intra_host = {});
 WireCost hierarchical_reduce_scatter_cost(int hosts, int ranks_per_host, Bytes size,

@@ -5,6 +5,7 @@
 
 #include "core/check.h"
 #include "core/collectives/collectives.h"
+#include "core/collectives/nccl.h"
 #include "core/ops.h"
 
 namespace bagua::collectives {
@@ -37,6 +38,17 @@ void check_options(const IntraHostOptions& options) {
   if (options.segment.count() <= 0)
     throw ConfigError("intra_host.segment must be > 0 bytes, got " +
                       std::to_string(options.segment.count()));
+  if (options.channels < 0)
+    throw ConfigError("intra_host.channels must be >= 0, got " + std::to_string(options.channels));
+}
+
+// The pipeline of a kNccl phase: BROADCAST_SLICESTEPS = REDUCE_SLICESTEPS = 1 step per slice, the
+// step being the options' segment, NCCL_STEPS slots per peer per channel (broadcast_pipeline).
+PipelineOptions intra_host_pipeline(const IntraHostOptions& options, const Transport& intra,
+                                    const BufferView& data) {
+  PipelineOptions pipeline = broadcast_pipeline(intra_host_channels(options, intra, data.bytes()));
+  pipeline.step = options.segment;
+  return pipeline;
 }
 
 }  // namespace
@@ -52,6 +64,8 @@ IntraHostPlan plan_intra_host(const IntraHostOptions& options, int ranks, size_t
       std::max<size_t>(1, static_cast<size_t>(options.segment.count()) / element_bytes);
   bool chain = false;
   switch (options.algo) {
+    case IntraHostAlgo::kNccl:
+      return {false, segment_elements, 1, true};
     case IntraHostAlgo::kAuto:
       chain = ranks >= 3 && count >= static_cast<size_t>(ranks) * segment_elements;
       break;
@@ -65,6 +79,12 @@ IntraHostPlan plan_intra_host(const IntraHostOptions& options, int ranks, size_t
   if (!chain) return {};
   const size_t segments = count == 0 ? 1 : (count + segment_elements - 1) / segment_elements;
   return {true, segment_elements, static_cast<int64_t>(segments)};
+}
+
+int intra_host_channels(const IntraHostOptions& options, const Transport& intra, Bytes bytes) {
+  check_options(options);
+  if (options.channels > 0) return options.channels;
+  return nccl_channels(nccl_topology(intra), NcclAlgo::kRing, bytes);
 }
 
 HierarchicalGroups::HierarchicalGroups(Transport& world, IntraHostOptions intra_host_options)
@@ -83,12 +103,15 @@ HierarchicalGroups::HierarchicalGroups(Transport& world, IntraHostOptions intra_
 }
 
 void intra_host_reduce(HierarchicalGroups& groups, const BufferView& data, ReduceOp op, Tag tag) {
-  // The `plan` for this host's ranks and this buffer: a chain towards the leader (rank 0 of the host)
-  // in segments, or a binomial tree, unsegmented.
+  // The `plan` for this host's ranks and this buffer: NCCL's pipelined chain, whose root is the
+  // leader (rank 0 of the host); a chain towards the leader in segments, one at a time; or a binomial
+  // tree, unsegmented.
   Transport& intra = *groups.intra;
   const IntraHostPlan plan =
       plan_intra_host(groups.intra_host, intra.size(), data.count(), size_of(data.dtype()));
-  if (plan.chain) {
+  if (plan.nccl) {
+    pipelined_reduce(intra, data, 0, op, tag, intra_host_pipeline(groups.intra_host, intra, data));
+  } else if (plan.chain) {
     reduce(intra, data, 0, op, tag, plan.segment_elements, ReduceAlgo::kChain);
   } else {
     reduce(intra, data, 0, op, tag, 0, ReduceAlgo::kBinomial);
@@ -100,7 +123,9 @@ void intra_host_broadcast(HierarchicalGroups& groups, const BufferView& data, Ta
   Transport& intra = *groups.intra;
   const IntraHostPlan plan =
       plan_intra_host(groups.intra_host, intra.size(), data.count(), size_of(data.dtype()));
-  if (plan.chain) {
+  if (plan.nccl) {
+    pipelined_broadcast(intra, data, 0, tag, intra_host_pipeline(groups.intra_host, intra, data));
+  } else if (plan.chain) {
     broadcast(intra, data, 0, tag, BroadcastAlgo::kChain, plan.segment_elements);
   } else {
     broadcast(intra, data, 0, tag, BroadcastAlgo::kBinomial, 0);
@@ -109,8 +134,8 @@ void intra_host_broadcast(HierarchicalGroups& groups, const BufferView& data, Ta
 
 void hierarchical_allreduce(HierarchicalGroups& groups, const BufferView& data, ReduceOp op, Tag tag,
                             AllreduceAlgo algo) {
-  // Each host reduces onto its leader (intra_host_reduce: a chain or a binomial tree over the host's
-  // ranks), the leaders allreduce among themselves with `algo`, and each leader broadcasts the result
+  // Each host reduces onto its leader (intra_host_reduce: NCCL's pipelined chain, a chain or a
+  // binomial tree over the host's ranks), the leaders allreduce among themselves with `algo`, and each leader broadcasts the result
   // over its host (intra_host_broadcast).
   if (data.count() == 0) return;
   intra_host_reduce(groups, data, op, tag);

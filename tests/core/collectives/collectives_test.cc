@@ -72,8 +72,10 @@ TEST(Algorithms, NamesRoundTripAndUnknownNamesAreRejected) {
   EXPECT_EQ(parse_reduce_algo("chain"), ReduceAlgo::kChain);
   EXPECT_EQ(to_string(ReduceAlgo::kBinomial), "binomial");
   EXPECT_THROW(parse_reduce_algo("ring"), ConfigError);
-  for (IntraHostAlgo a : {IntraHostAlgo::kAuto, IntraHostAlgo::kBinomial, IntraHostAlgo::kChain})
+  for (IntraHostAlgo a :
+       {IntraHostAlgo::kAuto, IntraHostAlgo::kBinomial, IntraHostAlgo::kChain, IntraHostAlgo::kNccl})
     EXPECT_EQ(parse_intra_host_algo(to_string(a)), a);
+  EXPECT_EQ(to_string(IntraHostAlgo::kNccl), "nccl");
   EXPECT_EQ(to_string(IntraHostAlgo::kAuto), "auto");
   EXPECT_THROW(parse_intra_host_algo("tree"), ConfigError);
 }
@@ -95,7 +97,7 @@ TEST(Algorithms, UnknownNameMessagesListEveryChoice) {
   EXPECT_EQ(message(parse_reduce_algo, "ring"),
             "reduce algorithm 'ring' is unknown (expected binomial or chain)");
   EXPECT_EQ(message(parse_intra_host_algo, "tree"),
-            "intra-host algorithm 'tree' is unknown (expected auto, binomial or chain)");
+            "intra-host algorithm 'tree' is unknown (expected auto, binomial, chain or nccl)");
 }
 
 TEST(IntraHostPlan, ChainOnceTheBufferFillsASegmentPerRank) {
@@ -119,6 +121,12 @@ TEST(IntraHostPlan, ChainOnceTheBufferFillsASegmentPerRank) {
   EXPECT_EQ(plan_intra_host({IntraHostAlgo::kChain, Bytes(2)}, 5, 3, 4), (IntraHostPlan{true, 1, 3}));
   EXPECT_EQ(plan_intra_host({IntraHostAlgo::kBinomial, Bytes(4)}, 8, 1000, 4).chain, false);
   EXPECT_THROW(plan_intra_host({IntraHostAlgo::kAuto, Bytes(0)}, 8, 1000, 4), ConfigError);
+  // NCCL's pipelined chain at any size, in slices of the segment (whole elements); its channels are
+  // settled where it runs. Negative channels are refused.
+  EXPECT_EQ(plan_intra_host({IntraHostAlgo::kNccl}, 8, 7, 4), (IntraHostPlan{false, 131072, 1, true}));
+  EXPECT_EQ(plan_intra_host({IntraHostAlgo::kNccl, Bytes(10)}, 2, 7, 4),
+            (IntraHostPlan{false, 2, 1, true}));
+  EXPECT_THROW(plan_intra_host({IntraHostAlgo::kNccl, Bytes(4096), -1}, 8, 1000, 4), ConfigError);
 }
 
 TEST_P(Collectives, AllreduceEveryAlgorithmOpAndDtype) {

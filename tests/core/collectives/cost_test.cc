@@ -84,6 +84,12 @@ TEST(Catalogue, WorkedExamples) {
   // 2 MiB is 4 segments, fewer than 8 ranks: binomial trees, 3 + 6 + 3 = 12 steps, the leader sending
   // 6 * 512 KiB and 3 * 2 MiB = 9 MiB.
   EXPECT_EQ(hierarchical_allreduce_cost(4, 8, Bytes(2 << 20)), (WireCost{12, Bytes(9 << 20)}));
+  // Intra-host "nccl", 4 hosts of 8, S = 8 MiB on 2 channels of 512 KiB slices: n = 4 MiB / 512 KiB
+  // = 8 slices per channel, each phase a pipelined chain of 8 + 8 x 2 - 2 = 22 steps (the chain's
+  // count with k = n C = 16), ring 6: 50 steps, bytes as the chains'. Its channels must be named.
+  const IntraHostOptions nccl{IntraHostAlgo::kNccl, Bytes(512 << 10), 2};
+  EXPECT_EQ(hierarchical_allreduce_cost(4, 8, Bytes(8 << 20), nccl), (WireCost{50, Bytes(20 << 20)}));
+  EXPECT_THROW(hierarchical_allreduce_cost(4, 8, Bytes(8 << 20), {IntraHostAlgo::kNccl}), ConfigError);
   // One rank or nothing to send: free.
   EXPECT_EQ(ring_allreduce_cost(1, Bytes(4096)), (WireCost{}));
   EXPECT_EQ(tree_allreduce_cost(8, Bytes(0)), (WireCost{}));
@@ -190,6 +196,12 @@ TEST_P(HierarchicalCatalogue, MeasuredStepsAndBytesMatchTheClosedForms) {
       {"chain 1000 B", {IntraHostAlgo::kChain, Bytes(1000)}},
       {"binomial", {IntraHostAlgo::kBinomial, Bytes(64)}},
       {"auto 64 B", {IntraHostAlgo::kAuto, Bytes(64)}},
+      // NCCL's pipelined chains: 2 channels of 64 B slices (n = S / 128 per channel), and 1000 B
+      // slices on one channel and on two (where the channels count: on 4 x 4, S = 4096 B is
+      // n C = 5 x 1 slices on one channel, 3 x 2 on two).
+      {"nccl 64 B x 2", {IntraHostAlgo::kNccl, Bytes(64), 2}},
+      {"nccl 1000 B x 1", {IntraHostAlgo::kNccl, Bytes(1000), 1}},
+      {"nccl 1000 B x 2", {IntraHostAlgo::kNccl, Bytes(1000), 2}},
   };
   for (const auto& [options_name, options] : intra_host_options) {
     auto check = [&](const std::string& what, const WireCost& expected,

@@ -45,6 +45,7 @@ std::vector<Layout> layouts() {
     all.push_back({b, 8, 2, {}, prefix + "4x2"});
     all.push_back({b, 8, 4, {}, prefix + "2x4"});
     all.push_back({b, 16, 4, {}, prefix + "4x4"});
+    all.push_back({b, 24, 8, {}, prefix + "3x8"});
     // Hosts {0, 1}, {2, 3}, {4}.
     all.push_back({b, 6, 2, {0, 1, 2, 3, 4}, prefix + "uneven_2_2_1"});
     // Hosts {0, 2}, {1, 3}: a host's ranks are not consecutive.
@@ -89,7 +90,10 @@ constexpr AllreduceAlgo kAlgos[] = {AllreduceAlgo::kRing, AllreduceAlgo::kTree,
 
 // The intra-host phases every way: binomial trees; chains of 4 KiB segments (several segments for
 // the largest element counts, one for the others); chains of 12 B (3 elements of 4 B, 1 of 8 B), for
-// element counts up to 100 only, to keep the number of messages small.
+// element counts up to 100 only, to keep the number of messages small; NCCL's pipelined chains
+// (IntraHostAlgo::kNccl) on 3 channels of 4 KiB slices (up to 8 in flight per peer and channel:
+// several slices per channel for the largest counts, a channel left empty for counts 0 to 2), on 2
+// channels of 12 B slices, and with NCCL's slice (512 KiB) and tuned channel count.
 struct IntraHostCase {
   std::string name;
   IntraHostOptions options;
@@ -100,6 +104,9 @@ const std::vector<IntraHostCase>& intra_host_cases() {
       {"binomial", {IntraHostAlgo::kBinomial, Bytes(4096)}, SIZE_MAX},
       {"chain 4 KiB", {IntraHostAlgo::kChain, Bytes(4096)}, SIZE_MAX},
       {"chain 12 B", {IntraHostAlgo::kChain, Bytes(12)}, 100},
+      {"nccl 4 KiB x 3", {IntraHostAlgo::kNccl, Bytes(4096), 3}, SIZE_MAX},
+      {"nccl 12 B x 2", {IntraHostAlgo::kNccl, Bytes(12), 2}, 100},
+      {"nccl tuned", {IntraHostAlgo::kNccl}, SIZE_MAX},
   };
   return cases;
 }
@@ -263,6 +270,8 @@ TEST(HierarchicalGroups, RejectSegmentsOfNoBytes) {
   testing::run_ranks(Backend::kThreads, 2, [](RankContext& ctx) {
     const IntraHostOptions empty{IntraHostAlgo::kChain, Bytes(0)};
     const IntraHostOptions negative{IntraHostAlgo::kAuto, Bytes(-4)};
+    const IntraHostOptions no_channels{IntraHostAlgo::kNccl, Bytes(4096), -1};
+    EXPECT_THROW(HierarchicalGroups(ctx.transport(), no_channels), ConfigError);
     EXPECT_THROW(HierarchicalGroups(ctx.transport(), empty), ConfigError);
     EXPECT_THROW(HierarchicalGroups(ctx.transport(), negative), ConfigError);
   });
@@ -277,11 +286,14 @@ TEST_P(Hierarchical, MetaBuffersRunEveryCollective) {
     hierarchical_reduce_scatter(groups, data, ReduceOp::kSum, 9);
     hierarchical_allgather(groups, data, 10);
     hierarchical_broadcast(groups, data, t.size() - 1, 11);
-    groups.intra_host = {IntraHostAlgo::kChain, Bytes(400)};
-    hierarchical_allreduce(groups, data, ReduceOp::kSum, 12);
-    hierarchical_reduce_scatter(groups, data, ReduceOp::kSum, 13);
-    hierarchical_allgather(groups, data, 14);
-    hierarchical_broadcast(groups, data, 0, 15);
+    for (const IntraHostOptions& options : {IntraHostOptions{IntraHostAlgo::kChain, Bytes(400)},
+                                            IntraHostOptions{IntraHostAlgo::kNccl, Bytes(400), 2}}) {
+      groups.intra_host = options;
+      hierarchical_allreduce(groups, data, ReduceOp::kSum, 12);
+      hierarchical_reduce_scatter(groups, data, ReduceOp::kSum, 13);
+      hierarchical_allgather(groups, data, 14);
+      hierarchical_broadcast(groups, data, 0, 15);
+    }
     EXPECT_EQ(data.view().data(), nullptr);
   });
 }
