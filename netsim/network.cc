@@ -117,15 +117,17 @@ bool FlowNetwork::hand_over(int32_t id) {
   const int32_t next = c.head;
   Flow& n = flows_[static_cast<size_t>(next)];
   // Only a flow with the same constraints and cap leaves the max-min problem as it is.
-  if (n.bytes == 0 || n.cap != f.cap || n.constraints.count != f.constraints.count ||
+  if (n.bytes == 0 || n.cap != f.cap || n.constraints.size() != f.constraints.size() ||
       !std::equal(f.constraints.begin(), f.constraints.end(), n.constraints.begin()))
     return false;
   c.head = n.next_in_connection;
   if (c.head < 0) c.tail = -1;
   n.next_in_connection = -1;
+  n.position.assign(static_cast<int>(f.constraints.size()), 0);
   for (size_t i = 0; i < f.constraints.size(); ++i) {
-    active_[static_cast<size_t>(f.constraints[i])][static_cast<size_t>(f.position[i])] = next;
-    n.position[i] = f.position[i];
+    const int at = static_cast<int>(i);
+    active_[static_cast<size_t>(f.constraints[i])][static_cast<size_t>(f.position[at])] = next;
+    n.position[at] = f.position[at];
   }
   n.updated = engine_.now();
   n.rate = f.rate;

@@ -28,7 +28,7 @@ netsim::ClusterSpec one_host(int devices) {
   spec.devices_per_host = devices;
   spec.intra_host = {Bandwidth::gigabytes_per_second(10), Time::us(1)};
   spec.nic = {Bandwidth::gbps(100), Time::us(1)};
-  spec.topology = netsim::TopologyKind::kStar;
+  spec.topology = {"star", {}};
   spec.device = {1e12, Bandwidth::gigabytes_per_second(100)};
   return spec;
 }
@@ -92,7 +92,7 @@ netsim::ClusterSpec paper_cluster() {
   spec.devices_per_host = 8;
   spec.intra_host = {Bandwidth::gigabytes_per_second(150), Time::us(1)};
   spec.nic = {Bandwidth::gbps(100), Time::us(5)};
-  spec.topology = netsim::TopologyKind::kStar;
+  spec.topology = {"star", {}};
   spec.device = {15.7e12, Bandwidth::gigabytes_per_second(900)};
   return spec;
 }
