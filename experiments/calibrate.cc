@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/collectives/collectives.h"
+#include "core/compress/minmax_uint8.h"
 #include "experiments/backend.h"
 #include "experiments/quantity.h"
 #include "experiments/runner.h"
@@ -194,6 +195,33 @@ std::vector<Time> measure_all_pairs(RankContext& ctx, const HostLayout& layout,
   return slowest;
 }
 
+// Every rank at once: MinMax uint8 encode and decode of `device_elements` floats, really computed (on
+// the simulator: charged by the clock's device model instead). Rank 0 gets the slowest rank's time of
+// each sample.
+std::vector<Time> measure_device(RankContext& ctx, const CalibrationOptions& o, Work& work) {
+  Transport& t = ctx.transport();
+  MinMaxUint8Compressor compressor;
+  const size_t n = o.device_elements;
+  const Buffer floats = Buffer::host(DType::kF32, n);
+  const Buffer encoded =
+      Buffer::host(DType::kU8, static_cast<size_t>(compressor.encoded_bytes(n).count()));
+  float* x = static_cast<float*>(floats.view().data());
+  for (size_t i = 0; i < n; ++i)
+    x[i] = static_cast<float>(i % 1000) * 1e-3f;
+  work = compressor.encode_cost(n) + compressor.decode_cost(n);
+  std::vector<Time> slowest;
+  for (int i = 0; i < o.warmup + o.device_repeats; ++i) {
+    barrier(t);
+    const Time t0 = ctx.clock().now();
+    timed_encode(ctx.clock(), compressor, floats.view(), encoded.view());
+    timed_decode(ctx.clock(), compressor, encoded.view(), floats.view());
+    int64_t took = (ctx.clock().now() - t0).nanoseconds();
+    collectives::allreduce(t, BufferView::of(std::span<int64_t>(&took, 1)), ReduceOp::kMax, kTagGather);
+    if (i >= o.warmup) slowest.push_back(Time::ns(took));
+  }
+  return slowest;
+}
+
 double median_ns(std::vector<Time> v) {
   BAGUA_CHECK(!v.empty(), "median of no samples");
   std::sort(v.begin(), v.end());
@@ -329,7 +357,9 @@ Measurements measure(RankContext& ctx, const CalibrationOptions& options) {
     if (me == 0 || me == neighbour) m.intra = measure_pair(ctx, 0, neighbour, options);
   }
   barrier(t);
+  m.device = measure_device(ctx, options, m.device_work);
   if (me != 0) {
+    m.device.clear();
     m.inter.reset();
     m.intra.reset();
     m.all_pairs.clear();
@@ -371,6 +401,15 @@ Calibration fit(const Measurements& m) {
   } else {
     c.nic = c.intra_host;
   }
+  if (!m.device.empty()) {
+    // No time at all: a simulated cluster whose device model leaves memory out; nothing to fit.
+    const double ns = median_ns(m.device);
+    if (ns > 0) {
+      c.device_memory_bandwidth =
+          Bandwidth::bytes_per_second(static_cast<double>(m.device_work.memory.count()) * 1e9 / ns);
+      c.device_peak_flops = m.device_work.flops * 1e9 / ns;
+    }
+  }
   if (!m.intra) {
     c.intra_host.latency = Time::zero();
     c.intra_host.bandwidth = c.nic.bandwidth;
@@ -410,6 +449,10 @@ std::string cluster_file(const Calibration& c, const Measurements& m, const std:
   if (m.intra && c.intra) pair_lines("intra-host", *m.intra, *c.intra);
   if (c.host_bandwidth)
     out << "//   all pairs at once: " << format_bandwidth(*c.host_bandwidth) << " per host\n";
+  if (!m.device.empty())
+    out << "//   device pass (MinMax uint8 encode + decode of " << m.options.device_elements
+        << " floats, every rank at once): " << us_text(median_ns(m.device)) << ", "
+        << format_bandwidth(c.device_memory_bandwidth) << " of modelled memory traffic\n";
   out << "//   per-message gap (a burst of 8 B sends, per message): " << format_time(c.message_gap)
       << "\n";
   if (!m.intra)
@@ -425,6 +468,10 @@ std::string cluster_file(const Calibration& c, const Measurements& m, const std:
   j["nic"] =
       Json{{"bandwidth", format_bandwidth(c.nic.bandwidth)}, {"latency", format_time(c.nic.latency)}};
   j["topology"] = "star";
+  if (c.device_memory_bandwidth.bytes_per_second() > 0) {
+    j["device"] = Json{{"peak_flops", format_flops(c.device_peak_flops)},
+                       {"memory_bandwidth", format_bandwidth(c.device_memory_bandwidth)}};
+  }
   Json factors = Json::object();
   if (std::isfinite(c.flow_window_cap.bytes_per_second()))
     factors["flow_window_cap"] = format_bandwidth(c.flow_window_cap);

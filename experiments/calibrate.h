@@ -16,6 +16,10 @@
 //                 slowest rank's time gives what one host achieves in all
 //   burst         the first rank posts `burst_messages` sends of 8 bytes at once and waits for all; the
 //                 time beyond that of one such send, per extra message, is the per-message gap
+//   device pass   every rank at once encodes and decodes `device_elements` floats with MinMax uint8
+//                 (Bagua's ByteGrad compressor), the memory-bound kind of arithmetic that a real
+//                 runtime does on the rank's own processor (compression, averaging, optimizer
+//                 updates); the slowest rank's time of it gives the device model's memory bandwidth
 //   sample        one timed repetition; every figure below is the median of its samples
 //
 // The fit (alpha-beta on every link, LogGP's g for the per-message cost):
@@ -36,6 +40,11 @@
 //                        then g is taken as 0); between hosts only. A burst costs more per message
 //                        than a lone message's CPU time (the transport's queueing, one system call a
 //                        message), so it is the gap, not o, that it measures.
+//   device.memory_bandwidth = the device pass's modelled bytes (the compressor's encode_cost and
+//                        decode_cost) / its time, and device.peak_flops = its modelled flops / its
+//                        time (a lower bound of the processor's rate: a memory-bound pass does not reach
+//                        its peak): the simulator's roofline then charges that pass what it took here,
+//                        all ranks computing at once as in training, and every pass like it alike
 //   transport.model    = the runtime's own ("mpi": Open MPI's eager/rendezvous; "nccl": its slots)
 // With one rank per host there is no intra-host pair: the device links get latency 0 and the NIC's
 // bandwidth (each carries exactly its host's NIC traffic, so it never limits). With one host there is
@@ -82,7 +91,9 @@ struct CalibrationOptions {
   int stream_repeats = 3;
   int burst_messages = 64;
   int burst_repeats = 10;
-  int warmup = 2;  // unrecorded rounds before each measurement
+  int warmup = 2;                            // unrecorded rounds before each measurement
+  size_t device_elements = size_t{1} << 22;  // 16 MiB of floats: far larger than a processor's caches
+  int device_repeats = 5;
 };
 
 // Throws ConfigError naming the option when one is out of range.
@@ -109,6 +120,8 @@ struct Measurements {
   std::optional<PairMeasurement> inter;  // when hosts >= 2
   std::optional<PairMeasurement> intra;  // when ranks_per_host >= 2
   std::vector<Time> all_pairs;           // when hosts >= 2: the slowest rank's time, per sample
+  Work device_work;                      // the modelled cost of one device pass
+  std::vector<Time> device;              // the slowest rank's time of a device pass, per sample
 };
 
 // Collective over every rank of ctx's world (ranks on hosts by ctx.transport().host_of; every host must
@@ -135,6 +148,8 @@ struct Calibration {
   std::optional<LinkFit> inter;
   std::optional<LinkFit> intra;
   std::optional<Bandwidth> host_bandwidth;  // all pairs
+  Bandwidth device_memory_bandwidth;        // from the device pass (0: none measured)
+  double device_peak_flops = 0;             // FLOP/s, likewise
 };
 
 // The fit above. Throws CalibrationError for bad measurements.
