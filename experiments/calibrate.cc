@@ -469,7 +469,9 @@ std::string cluster_file(const Calibration& c, const Measurements& m, const std:
       Json{{"bandwidth", format_bandwidth(c.nic.bandwidth)}, {"latency", format_time(c.nic.latency)}};
   j["topology"] = "star";
   if (c.device_memory_bandwidth.bytes_per_second() > 0) {
-    j["device"] = Json{{"peak_flops", format_flops(c.device_peak_flops)},
+    j["device"] = Json{{"peak_flops", format_flops(rounded(Bandwidth::bytes_per_second(
+                                          c.device_peak_flops))
+                                          .bytes_per_second())},
                        {"memory_bandwidth", format_bandwidth(c.device_memory_bandwidth)}};
   }
   Json factors = Json::object();
