@@ -15,37 +15,12 @@
 
 #include "core/collectives/collectives.h"
 #include "tests/core/collectives/expect.h"
-#include "tests/core/collectives/recording_transport.h"
-#include "tests/support/worlds.h"
+#include "tests/core/collectives/wire_cost.h"
 
 namespace bagua::collectives {
 namespace {
 
 using testing::Backend;
-
-WireCost measure(Backend backend, int ranks, int ranks_per_host,
-                 const std::function<void(Transport&)>& body) {
-  auto ledger = std::make_shared<testing::Ledger>();
-  std::vector<testing::RankRecord> records(static_cast<size_t>(ranks));
-  testing::run_ranks(
-      backend, ranks,
-      [&](RankContext& ctx) {
-        testing::RecordingTransport t(ctx.transport(), ledger,
-                                      &records[static_cast<size_t>(ctx.transport().rank())]);
-        body(t);
-      },
-      ranks_per_host);
-  WireCost cost;
-  for (const testing::RankRecord& r : records) {
-    cost.steps = std::max(cost.steps, r.clock);
-    cost.sent = std::max(cost.sent, Bytes(r.bytes));
-  }
-  return cost;
-}
-
-std::string show(const WireCost& c) {
-  return std::to_string(c.steps) + " steps, " + std::to_string(c.sent.count()) + " bytes";
-}
 
 TEST(Catalogue, WorkedExamples) {
   // Ring allreduce, P = 4, S = 4096 B: 2 (P - 1) = 6 steps of S / P = 1024 B.
@@ -117,7 +92,7 @@ TEST_P(FlatCatalogue, MeasuredStepsAndBytesMatchTheClosedForms) {
   const size_t segment_elements = count / segments;
   auto check = [&](const std::string& what, const WireCost& expected,
                    const std::function<void(Transport&)>& body) {
-    const WireCost measured = measure(backend, ranks, 1, body);
+    const WireCost measured = measure_wire_cost(backend, ranks, 1, body);
     EXPECT_EQ(measured, expected) << what << " on " << ranks << " ranks: measured " << show(measured)
                                   << ", catalogue " << show(expected);
   };
@@ -206,7 +181,7 @@ TEST_P(HierarchicalCatalogue, MeasuredStepsAndBytesMatchTheClosedForms) {
   for (const auto& [options_name, options] : intra_host_options) {
     auto check = [&](const std::string& what, const WireCost& expected,
                      const std::function<void(HierarchicalGroups&)>& body) {
-      const WireCost measured = measure(backend, ranks, ranks_per_host, [&](Transport& t) {
+      const WireCost measured = measure_wire_cost(backend, ranks, ranks_per_host, [&](Transport& t) {
         HierarchicalGroups groups(t, options);
         body(groups);
       });

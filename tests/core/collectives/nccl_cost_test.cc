@@ -12,34 +12,10 @@
 #include "core/collectives/cost.h"
 #include "core/collectives/nccl.h"
 #include "tests/core/collectives/expect.h"
-#include "tests/core/collectives/recording_transport.h"
-#include "tests/support/worlds.h"
+#include "tests/core/collectives/wire_cost.h"
 
 namespace bagua::collectives {
 namespace {
-
-WireCost measure(int ranks, int ranks_per_host, const std::function<void(Transport&)>& body) {
-  auto ledger = std::make_shared<testing::Ledger>();
-  std::vector<testing::RankRecord> records(static_cast<size_t>(ranks));
-  testing::run_ranks(
-      testing::Backend::kThreads, ranks,
-      [&](RankContext& ctx) {
-        testing::RecordingTransport t(ctx.transport(), ledger,
-                                      &records[static_cast<size_t>(ctx.transport().rank())]);
-        body(t);
-      },
-      ranks_per_host);
-  WireCost cost;
-  for (const testing::RankRecord& r : records) {
-    cost.steps = std::max(cost.steps, r.clock);
-    cost.sent = std::max(cost.sent, Bytes(r.bytes));
-  }
-  return cost;
-}
-
-std::string show(const WireCost& c) {
-  return std::to_string(c.steps) + " steps, " + std::to_string(c.sent.count()) + " bytes";
-}
 
 TEST(NcclCatalogue, WorkedExamples) {
   // Pipelined ring allreduce, P = 4, S = 4096 B, C = 2, slices of 256 B: chunks of 512 B in n = 2
@@ -67,7 +43,8 @@ TEST_P(NcclCatalogueP, MeasuredStepsAndBytesMatchTheClosedForms) {
   const Buffer data = Buffer::meta(DType::kF32, count);
   auto check = [&](const std::string& what, int ranks_per_host, const WireCost& expected,
                    const std::function<void(Transport&)>& body) {
-    const WireCost measured = measure(ranks, ranks_per_host, body);
+    const WireCost measured =
+        measure_wire_cost(testing::Backend::kThreads, ranks, ranks_per_host, body);
     EXPECT_EQ(measured, expected) << what << " on " << ranks << " ranks: measured " << show(measured)
                                   << ", catalogue " << show(expected);
   };
@@ -95,9 +72,9 @@ TEST_P(NcclCatalogueP, MeasuredStepsAndBytesMatchTheClosedForms) {
     // The bytes exactly; the serial step count at least the pipeline's depth (cost.h).
     const WireCost expected =
         double_tree_allreduce_cost(ranks / ranks_per_host, ranks_per_host, size, Bytes(64));
-    const WireCost measured = measure(ranks, ranks_per_host, [&](Transport& t) {
-      double_tree_allreduce(t, data, ReduceOp::kSum, 1, o);
-    });
+    const WireCost measured =
+        measure_wire_cost(testing::Backend::kThreads, ranks, ranks_per_host,
+                          [&](Transport& t) { double_tree_allreduce(t, data, ReduceOp::kSum, 1, o); });
     EXPECT_EQ(measured.sent, expected.sent) << "double tree, " << ranks << " ranks, " << ranks_per_host
                                             << " per host: measured " << show(measured);
     EXPECT_GE(measured.steps, expected.steps) << "double tree, " << ranks << " ranks";
