@@ -40,7 +40,7 @@ void World::fail(int rank, Time at, std::exception_ptr error) {
 }
 
 Time lone_transfer_time(const ClusterSpec& spec, int src, int dst, Bytes bytes) {
-  validate(spec);
+  validate_except_topology(spec);  // the topology's own checks: make_topology, below
   validate_model(spec);
   BAGUA_CHECK(
       src >= 0 && dst >= 0 && src < spec.world_size() && dst < spec.world_size(),
@@ -98,7 +98,7 @@ struct Simulation::Impl {
 };
 
 Simulation::Simulation(ClusterSpec spec, SimOptions options) : spec_(std::move(spec)) {
-  validate(spec_);
+  validate_except_topology(spec_);  // the topology's own checks: World's make_topology
   validate_model(spec_);
   impl_ = std::make_unique<Impl>(spec_, options);
 }

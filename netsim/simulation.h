@@ -134,6 +134,9 @@ struct ClusterSpec {
 // be finite and > 0; latencies >= 0; a zero peak_flops or memory_bandwidth leaves that term out of
 // compute times.
 void validate(const ClusterSpec& spec, const std::string& prefix = "");
+// validate() without the topology's own checks, for a caller that builds the topology next:
+// make_topology (netsim/topology.h) throws the same errors, and the topology is built once.
+void validate_except_topology(const ClusterSpec& spec, const std::string& prefix = "");
 
 // The same for the fields validate() leaves out: factors.tcp_window (>= 0), connections_per_peer
 // (>= 1), host_bandwidth_ceiling (> 0, may be infinite), message_overhead and message_gap (>= 0), and

@@ -55,7 +55,7 @@ class Validator {
   throw ConfigError(path + "." + field + ": must " + rule + ", got " + got);
 }
 
-void validate(const ClusterSpec& spec, const std::string& prefix) {
+void validate_except_topology(const ClusterSpec& spec, const std::string& prefix) {
   const Validator v(prefix);
   v.at_least("hosts", spec.hosts, 1);
   v.at_least("devices_per_host", spec.devices_per_host, 1);
@@ -67,7 +67,6 @@ void validate(const ClusterSpec& spec, const std::string& prefix) {
   v.latency("intra_host.latency", spec.intra_host.latency);
   v.link_bandwidth("nic.bandwidth", spec.nic.bandwidth);
   v.latency("nic.latency", spec.nic.latency);
-  make_topology(spec, prefix + "topology");  // its parameters, and whether the hosts fit
   v.non_negative_finite("device.peak_flops", spec.device.peak_flops);
   v.non_negative_finite("device.memory_bandwidth", spec.device.memory_bandwidth.bytes_per_second());
   const double eff = spec.factors.bandwidth_efficiency;
@@ -78,6 +77,11 @@ void validate(const ClusterSpec& spec, const std::string& prefix) {
   if (!(spec.factors.flow_window_cap.bytes_per_second() > 0))
     v.fail("factors.flow_window_cap", "be > 0",
            Validator::str(spec.factors.flow_window_cap.bytes_per_second()));
+}
+
+void validate(const ClusterSpec& spec, const std::string& prefix) {
+  validate_except_topology(spec, prefix);
+  make_topology(spec, prefix + "topology");  // its parameters, and whether the hosts fit
 }
 
 Topology::Topology(const ClusterSpec& spec)
