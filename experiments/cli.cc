@@ -12,6 +12,7 @@
 #include "experiments/components.h"
 #include "experiments/config.h"
 #include "experiments/quantity.h"
+#include "experiments/recommend.h"
 #include "experiments/runner.h"
 
 namespace bagua::experiments {
@@ -120,6 +121,25 @@ int run_cli(int argc, char** argv) {
                         "size of each streamed message (default 1 MiB; 16 are streamed)");
   calibrate->add_option("--repeats", calibrate_options.repeats,
                         "most samples per ping-pong size (default 30)");
+  RunArgs recommend_args;
+  RecommendOptions recommend_options;
+  CLI::App* recommend_cmd = app.add_subcommand(
+      "recommend",
+      "simulate every algorithm (or those listed) on the config's workload and cluster and print them "
+      "ranked by time per iteration, with the speed-up over ddp, why, and the convergence caveats");
+  add_config_args(recommend_cmd, recommend_args);
+  recommend_cmd->add_option("--algorithms", recommend_options.algorithms,
+                            "candidates, comma-separated: name or name(key=value,...) (default: every "
+                            "registered algorithm)");
+  recommend_cmd->add_option("--iterations", recommend_options.iterations,
+                            "iterations simulated per candidate (default: the config's schedule)")
+      ->check(CLI::PositiveNumber);
+  recommend_cmd->add_option("--jobs,-j", recommend_options.jobs,
+                            "simulations run in parallel (default: the number of cores)")
+      ->check(CLI::PositiveNumber);
+  recommend_cmd->add_flag("--json", recommend_options.json,
+                          "print a JSON list, fastest first, instead of the table");
+  recommend_options.jobs = run_args.jobs;
   app.add_subcommand(
       "list", "list algorithms, compressors, workloads, optimizers (with parameters) and topologies");
 
@@ -150,6 +170,13 @@ int run_cli(int argc, char** argv) {
         point = load_experiment(calibrate_args.config, calibrate_load, *components).points.front();
       }
       calibrate_world(point, backends, calibrate_options, calibrate_args.out, std::cout);
+      return 0;
+    }
+    if (app.got_subcommand("recommend")) {
+      recommend_options.sets = recommend_args.sets;
+      const auto ranked =
+          recommend(recommend_args.config, recommend_options, *components, backends);
+      print_recommendations(ranked, recommend_options, std::cout);
       return 0;
     }
     if (app.got_subcommand("validate")) {
