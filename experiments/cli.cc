@@ -103,8 +103,8 @@ std::function<bool(const PointConfig&)> point_selection(const Experiment& e,
       std::string axes;
       for (const std::string& a : e.axes)
         axes += (axes.empty() ? "" : ", ") + a;
-      throw ConfigError("--where " + c.path + ": not an axis of the sweep (axes: " +
-                        (axes.empty() ? "none" : axes) + ")");
+      throw ConfigError("--where " + c.path +
+                        ": not an axis of the sweep (axes: " + (axes.empty() ? "none" : axes) + ")");
     }
     conditions.push_back(std::move(c));
   }
@@ -125,7 +125,8 @@ std::function<bool(const PointConfig&)> point_selection(const Experiment& e,
     }
     return true;
   };
-  std::function<bool(const PointConfig&)> select = [point_matches, where_matches](const PointConfig& p) {
+  std::function<bool(const PointConfig&)> select = [point_matches,
+                                                    where_matches](const PointConfig& p) {
     return point_matches(p) && where_matches(p);
   };
   // Each --point must name a point, and the selection must not be empty.
@@ -167,9 +168,12 @@ int run_cli(int argc, char** argv) {
   CLI::App* run =
       app.add_subcommand("run", "run an experiment (every point of its sweep) and write its results");
   run->footer(
-      "A point that fails or diverges (a NaN or infinite loss) is recorded with its status and error in "
-      "results.csv and its summary.json, and the other points run; a rerun runs only the points without "
-      "an ok result. The results folder belongs to one experiment (its experiment.json holds the config "
+      "A point that fails or diverges (a NaN or infinite loss) is recorded with its status and error "
+      "in "
+      "results.csv and its summary.json, and the other points run; a rerun runs only the points "
+      "without "
+      "an ok result. The results folder belongs to one experiment (its experiment.json holds the "
+      "config "
       "hash; another config is refused, --fresh moves the old folder aside) and one run at a time (a "
       "lock). Exit status: 0 every point ok, 1 some point failed or diverged (the summary says how "
       "many), 2 a config error.");

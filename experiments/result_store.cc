@@ -1,10 +1,9 @@
 #include "experiments/result_store.h"
 
 #include <fcntl.h>
-#include <unistd.h>
-
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -68,11 +67,10 @@ ResultStore::ResultStore(fs::path dir, std::vector<std::string> header)
   const std::string expected = csv_line(header_);
   const size_t eol = text.find('\n');
   const std::string first = text.substr(0, eol + 1);
-  const bool with_status = header_.size() >= 2 && header_[header_.size() - 2] == "status" &&
-                           header_.back() == "error";
+  const bool with_status =
+      header_.size() >= 2 && header_[header_.size() - 2] == "status" && header_.back() == "error";
   if (first != expected) {
-    const std::vector<std::string> legacy(header_.begin(),
-                                          header_.end() - (with_status ? 2 : 0));
+    const std::vector<std::string> legacy(header_.begin(), header_.end() - (with_status ? 2 : 0));
     if (!with_status || first != csv_line(legacy)) {
       throw ConfigError(
           file.string() +
@@ -90,8 +88,7 @@ ResultStore::ResultStore(fs::path dir, std::vector<std::string> header)
     // statuses never do: the field before the error's start.
     std::string status = "ok";
     if (columns_ == header_.size() && with_status) {
-      const size_t error_start =
-          line.back() == '"' ? line.rfind(",\"") : line.rfind(',');
+      const size_t error_start = line.back() == '"' ? line.rfind(",\"") : line.rfind(',');
       const size_t status_start = line.rfind(',', error_start - 1);
       status = line.substr(status_start + 1, error_start - status_start - 1);
     }
@@ -147,13 +144,12 @@ void ResultStore::ensure_header() {
 
 void ResultStore::append_row(const std::vector<std::string>& row) {
   BAGUA_CHECK(!row.empty(), "a row needs its point id");
-  const std::vector<std::string> fields(row.begin(),
-                                        row.begin() + static_cast<std::ptrdiff_t>(
-                                                          std::min(columns_, row.size())));
-  const std::string status = columns_ == header_.size() && row.size() == header_.size() &&
-                                     header_.size() >= 2
-                                 ? row[row.size() - 2]
-                                 : "ok";
+  const std::vector<std::string> fields(
+      row.begin(), row.begin() + static_cast<std::ptrdiff_t>(std::min(columns_, row.size())));
+  const std::string status =
+      columns_ == header_.size() && row.size() == header_.size() && header_.size() >= 2
+          ? row[row.size() - 2]
+          : "ok";
   const auto it = rows_.find(fields.front());
   if (it != rows_.end()) {
     if (it->second != "ok") {
@@ -225,8 +221,8 @@ int take_lock(const fs::path& dir) {
   for (;;) {
     const int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0) {
-      throw ConfigError("--out " + dir.string() + ": cannot write in the folder: " +
-                        std::strerror(errno));
+      throw ConfigError("--out " + dir.string() +
+                        ": cannot write in the folder: " + std::strerror(errno));
     }
     if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
       const int err = errno;
@@ -243,7 +239,8 @@ int take_lock(const fs::path& dir) {
       throw ConfigError("--out " + dir.string() + ": another bagua run is writing into it (" +
                         (holder.empty() ? "holder unknown" : holder) + "); wait for it to end");
     }
-    struct stat held {}, now {};
+    struct stat held {
+    }, now{};
     if (::fstat(fd, &held) == 0 && ::stat(lock.c_str(), &now) == 0 && held.st_ino == now.st_ino &&
         held.st_dev == now.st_dev) {
       const std::string holder = "pid " + std::to_string(::getpid()) + " on host " + host_name() +
@@ -252,8 +249,8 @@ int take_lock(const fs::path& dir) {
           ::pwrite(fd, holder.data(), holder.size(), 0) != static_cast<ssize_t>(holder.size())) {
         const int err = errno;
         ::close(fd);
-        throw ConfigError("--out " + dir.string() + ": cannot write in the folder: " +
-                          std::strerror(err));
+        throw ConfigError("--out " + dir.string() +
+                          ": cannot write in the folder: " + std::strerror(err));
       }
       return fd;
     }
@@ -298,8 +295,8 @@ ExperimentDir::ExperimentDir(fs::path dir, const std::string& name, const std::s
         const std::string line = text.substr(at + 1, end - at - 1);
         const std::string id = line.substr(0, line.find(','));
         if (!id.empty() && point_ids.count(id) == 0) {
-          other = "holds results of another experiment (its point " + id + " is not one of \"" +
-                  name + "\", config hash " + config_hash + ")";
+          other = "holds results of another experiment (its point " + id + " is not one of \"" + name +
+                  "\", config hash " + config_hash + ")";
           break;
         }
         at = end;

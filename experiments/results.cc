@@ -42,9 +42,12 @@ double number_from(const Json& v) {
 
 std::string to_string(PointStatus s) {
   switch (s) {
-    case PointStatus::kOk: return "ok";
-    case PointStatus::kDiverged: return "diverged";
-    case PointStatus::kFailed: return "failed";
+    case PointStatus::kOk:
+      return "ok";
+    case PointStatus::kDiverged:
+      return "diverged";
+    case PointStatus::kFailed:
+      return "failed";
   }
   return "?";
 }
@@ -219,18 +222,16 @@ std::string config_hash(const Experiment& e) {
     points.push_back(p.resolved);
   const Json all = Json::array({Json(e.axes), std::move(points)});
   char hash[17];
-  std::snprintf(hash, sizeof hash, "%016llx",
-                static_cast<unsigned long long>(fnv1a64(all.dump())));
+  std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(fnv1a64(all.dump())));
   return hash;
 }
 
 std::vector<std::string> results_header(const std::vector<std::string>& axes) {
   std::vector<std::string> h = {"point"};
   h.insert(h.end(), axes.begin(), axes.end());
-  for (const char* c :
-       {"runtime", "world_size", "algorithm_name", "time_per_iteration_s", "compute_per_iteration_s",
-        "exposed_comm_per_iteration_s", "final_loss", "final_full_loss", "samples_per_s", "status",
-        "error"})
+  for (const char* c : {"runtime", "world_size", "algorithm_name", "time_per_iteration_s",
+                        "compute_per_iteration_s", "exposed_comm_per_iteration_s", "final_loss",
+                        "final_full_loss", "samples_per_s", "status", "error"})
     h.emplace_back(c);
   return h;
 }

@@ -71,7 +71,7 @@ std::optional<PointStatus> parse_point_status(const std::string& text);
 // How a point's run ended when it did not end well.
 struct PointFailure {
   PointStatus status = PointStatus::kFailed;
-  std::string error;                // one line
+  std::string error;                   // one line
   int64_t diverged_at_iteration = -1;  // kDiverged only
 };
 

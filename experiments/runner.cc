@@ -169,12 +169,13 @@ PointOutput run_point(const PointConfig& point, const Components& c, Backends& b
   if (!backends.is_writer()) return out;
   if (run.diverged) {
     // The iterations before the first one any rank's loss was not finite, on every rank.
-    const size_t kept = std::min(finite_prefix(run.ranks),
-                                 static_cast<size_t>(std::max<int64_t>(0, run.diverged->diverged_at_iteration)));
+    const size_t kept =
+        std::min(finite_prefix(run.ranks),
+                 static_cast<size_t>(std::max<int64_t>(0, run.diverged->diverged_at_iteration)));
     for (TrainResult& r : run.ranks)
       r.iterations.resize(std::min(kept, r.iterations.size()));
-    out.failure = PointFailure{PointStatus::kDiverged, run.diverged->error,
-                               run.diverged->diverged_at_iteration};
+    out.failure =
+        PointFailure{PointStatus::kDiverged, run.diverged->error, run.diverged->diverged_at_iteration};
     if (kept > 0) {
       out.metrics = compute_metrics(run.ranks, point.workload.batch_size, run.optimal_loss);
       out.files.emplace_back("iterations.csv", iterations_csv(out.metrics));
@@ -217,9 +218,9 @@ void check_points(const Experiment& e, const Components& c, Backends& backends) 
     if (backends.traits(p).virtual_time) continue;
     for (const auto& [path, value] : p.swept) {
       if (!simulator_only(path)) continue;
-      throw ConfigError("sweep.axes." + path + ": a sweep of a simulated network value on runtime \"" +
-                        p.runtime + "\", which measures the real network (sweep it with \"runtime\": " +
-                        "\"sim\")");
+      throw ConfigError(
+          "sweep.axes." + path + ": a sweep of a simulated network value on runtime \"" + p.runtime +
+          "\", which measures the real network (sweep it with \"runtime\": " + "\"sim\")");
     }
   }
   // What decides whether the components accept a world: its shape and the components themselves.
@@ -312,8 +313,7 @@ int run_experiment(const Experiment& e, const Components& c, Backends& backends,
       std::set<std::string> ids;
       for (const PointConfig& p : e.points)
         ids.insert(p.id);
-      claim = std::make_unique<ExperimentDir>(e.output_dir, e.name, config_hash(e), ids,
-                                              options.fresh);
+      claim = std::make_unique<ExperimentDir>(e.output_dir, e.name, config_hash(e), ids, options.fresh);
       if (!claim->moved_aside().empty()) {
         write_line(progress, "--fresh: moved the previous results of " + e.output_dir + " to " +
                                  claim->moved_aside().string());
@@ -358,8 +358,8 @@ int run_experiment(const Experiment& e, const Components& c, Backends& backends,
     std::string eta;
     if (counted && ran < to_run) {
       const double elapsed = seconds_since(t0);
-      eta = ", ETA " + duration_text(elapsed / static_cast<double>(ran) *
-                                     static_cast<double>(to_run - ran));
+      eta = ", ETA " +
+            duration_text(elapsed / static_cast<double>(ran) * static_cast<double>(to_run - ran));
     }
     write_line(progress, "[" + std::to_string(finished) + "/" + std::to_string(total) + "] " +
                              describe(e.points[i]) + ": " + line + eta);
@@ -384,16 +384,15 @@ int run_experiment(const Experiment& e, const Components& c, Backends& backends,
     const IterationObserver observer = [&, start](const IterationRecord& rec) mutable {
       if (!chatty || options.progress_interval_s <= 0) return;
       const auto now = std::chrono::steady_clock::now();
-      if (std::chrono::duration<double>(now - last_line).count() < options.progress_interval_s)
-        return;
+      if (std::chrono::duration<double>(now - last_line).count() < options.progress_interval_s) return;
       last_line = now;
       char wall[32];
       std::snprintf(wall, sizeof wall, "%.0f s", seconds_since(start));
       std::lock_guard<std::mutex> lock(mu);
       write_line(progress, "  " + p.id + ": iteration " + std::to_string(rec.iteration + 1) + " of " +
                                std::to_string(p.schedule.iterations) + ", " +
-                               (backends.traits(p).virtual_time ? "simulated" : "elapsed") +
-                               " time " + to_string(rec.end) + " [wall " + wall + "]");
+                               (backends.traits(p).virtual_time ? "simulated" : "elapsed") + " time " +
+                               to_string(rec.end) + " [wall " + wall + "]");
     };
     PointOutput o;
     try {
@@ -401,11 +400,11 @@ int run_experiment(const Experiment& e, const Components& c, Backends& backends,
     } catch (const std::exception& err) {
       // The point failed: recorded (its summary.json and row say so) and the sweep goes on.
       o = PointOutput{};
-      o.failure = PointFailure{PointStatus::kFailed,
-                               std::string(dynamic_cast<const ConfigError*>(&err) ? "config error: "
-                                                                                  : "error: ") +
-                                   err.what(),
-                               -1};
+      o.failure = PointFailure{
+          PointStatus::kFailed,
+          std::string(dynamic_cast<const ConfigError*>(&err) ? "config error: " : "error: ") +
+              err.what(),
+          -1};
       if (writer) {
         o.summary = summary_json(p, o.metrics, &*o.failure);
         o.files.emplace_back("summary.json", o.summary.dump(2) + "\n");
@@ -417,8 +416,9 @@ int run_experiment(const Experiment& e, const Components& c, Backends& backends,
     {
       std::lock_guard<std::mutex> lock(mu);
       summaries[i] = o.summary;
-      if (o.failure) failures.push_back("point " + p.id + " " + to_string(o.failure->status) + ": " +
-                                        o.failure->error);
+      if (o.failure)
+        failures.push_back("point " + p.id + " " + to_string(o.failure->status) + ": " +
+                           o.failure->error);
     }
     char wall[32];
     std::snprintf(wall, sizeof wall, "%.2f s", seconds_since(start));

@@ -33,7 +33,8 @@ namespace bagua::experiments {
 struct RunOptions {
   int jobs = 1;        // simulated points run in parallel on this many threads
   bool quiet = false;  // no progress lines
-  bool fresh = false;  // a folder of another experiment is moved aside (ExperimentDir) instead of refused
+  // A folder of another experiment is moved aside (ExperimentDir) instead of refused.
+  bool fresh = false;
   // While a point runs, a progress line at most this often (seconds of wall time); <= 0: none.
   double progress_interval_s = 5;
   // The points to run (--point, --where); empty: all. The folder still belongs to the whole experiment.

@@ -12,8 +12,7 @@ bool apply_sweep_override(Json& config, const std::string& path, const Json& val
     const std::string axis = path.substr(prefix.size());
     if (axis.empty() || axis == "mode" || axis == "axes" || axis.rfind("axes.", 0) == 0) return false;
     if (!value.is_array() || value.empty()) {
-      throw ConfigError("an axis's values must be a non-empty array, got " +
-                        json_text(value));
+      throw ConfigError("an axis's values must be a non-empty array, got " + json_text(value));
     }
     if (sweep == config.end()) config["sweep"] = Json::object();
     Json& s = config["sweep"];

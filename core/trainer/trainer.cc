@@ -56,7 +56,10 @@ void check_layers(const Model& model) {
 }
 
 std::string diverged_text(int rank, int64_t iteration, const char* which, double value) {
-  return std::string(which) + " " + (std::isnan(value) ? "nan" : value > 0 ? "inf" : "-inf") +
+  return std::string(which) + " " +
+         (std::isnan(value) ? "nan"
+          : value > 0       ? "inf"
+                            : "-inf") +
          " at iteration " + std::to_string(iteration) + " on rank " + std::to_string(rank);
 }
 
