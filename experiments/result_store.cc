@@ -268,7 +268,7 @@ void release_lock(const fs::path& dir, int fd) {
 
 ExperimentDir::ExperimentDir(fs::path dir, const std::string& name, const std::string& config_hash,
                              const std::set<std::string>& point_ids, bool fresh)
-    : dir_(std::move(dir)) {
+    : dir_(std::move(dir)), name_(name), config_hash_(config_hash) {
   std::error_code ec;
   if (fs::exists(dir_, ec) && !fs::is_directory(dir_, ec))
     throw ConfigError("--out " + dir_.string() + ": exists and is not a directory");
@@ -318,17 +318,21 @@ ExperimentDir::ExperimentDir(fs::path dir, const std::string& name, const std::s
       lock_fd_ = take_lock(dir_);
       release_lock(moved_aside_, old_fd);
     }
-    if (!fs::exists(file, ec)) {
-      Json record = Json::object();
-      record["name"] = name;
-      record["config_hash"] = config_hash;
-      write_file(dir_ / "experiment.json.tmp", record.dump(2) + "\n");
-      fs::rename(dir_ / "experiment.json.tmp", file);
-    }
   } catch (...) {
     if (lock_fd_ >= 0) release_lock(dir_, lock_fd_);
     throw;
   }
+}
+
+void ExperimentDir::record() {
+  const fs::path file = dir_ / "experiment.json";
+  std::error_code ec;
+  if (fs::exists(file, ec)) return;
+  Json record = Json::object();
+  record["name"] = name_;
+  record["config_hash"] = config_hash_;
+  write_file(dir_ / "experiment.json.tmp", record.dump(2) + "\n");
+  fs::rename(dir_ / "experiment.json.tmp", file);
 }
 
 ExperimentDir::~ExperimentDir() {

@@ -85,9 +85,12 @@ class ResultStore {
 //   - DIR/experiment.json present with another config hash: ConfigError naming both experiments;
 //     with `fresh`, the old folder is moved aside to DIR.old-<UTC time> (moved_aside()) and DIR starts
 //     empty;
-//   - absent, in a folder that already has results (written before experiment.json existed): written,
-//     provided that every row of its results.csv is a point of this experiment (ConfigError otherwise);
-//   - absent in a new or empty folder: written.
+//   - absent, in a folder that already has results (written before experiment.json existed): to be
+//     written, provided that every row of its results.csv is a point of this experiment (ConfigError
+//     otherwise);
+//   - absent in a new or empty folder: to be written.
+// experiment.json is written by record(), once the caller has opened the folder's ResultStore (whose
+// header check may still refuse the folder: then nothing is written).
 // The lock is released (and DIR/.lock removed) by the destructor.
 class ExperimentDir {
  public:
@@ -99,9 +102,13 @@ class ExperimentDir {
 
   // Where --fresh moved the old folder; empty when nothing was moved.
   const std::filesystem::path& moved_aside() const { return moved_aside_; }
+  // Writes DIR/experiment.json if absent (see above).
+  void record();
 
  private:
   std::filesystem::path dir_;
+  std::string name_;
+  std::string config_hash_;
   std::filesystem::path moved_aside_;
   int lock_fd_ = -1;
 };

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <map>
 #include <mutex>
 #include <numeric>
@@ -122,7 +123,7 @@ RanksRun run_ranks(const PointConfig& point, const Components& c, Backends& back
 
   RanksRun run;
   // Every rank's records as they are made, kept for a run that stops early (Diverged): in-process all
-  // ranks', in a job this process's rank's.
+  // ranks', in a job this process's rank's; only for models that can diverge.
   std::vector<TrainResult> seen(static_cast<size_t>(world_size));
   try {
     backends.run(
@@ -141,9 +142,10 @@ RanksRun run_ranks(const PointConfig& point, const Components& c, Backends& back
               c.algorithms.create(point.algorithm.name, point.algorithm.params, deps);
           TrainResult& mine = seen[static_cast<size_t>(rank)];
           mine.rank = rank;
+          const bool may_diverge = model->materialized();  // a profile has no loss (trainer.h)
           const TrainResult result =
               train(ctx, *model, *optimizer, *algorithm, options, [&](const IterationRecord& rec) {
-                mine.iterations.push_back(rec);
+                if (may_diverge) mine.iterations.push_back(rec);
                 if (rank == 0 && observer) observer(rec);
               });
           std::vector<TrainResult> all;
@@ -319,6 +321,7 @@ int run_experiment(const Experiment& e, const Components& c, Backends& backends,
                                  claim->moved_aside().string());
       }
       store = std::make_unique<ResultStore>(e.output_dir, results_header(e.axes));
+      claim->record();
       for (size_t i = 0; i < n; ++i) {
         std::optional<Json> s = store->read_summary(e.points[i].id);
         if (!s || !is_summary_of(*s, e.points[i].id)) continue;
@@ -439,22 +442,36 @@ int run_experiment(const Experiment& e, const Components& c, Backends& backends,
     return backends.traits(p).virtual_time;
   });
   const int jobs = parallel ? std::max(1, std::min<int>(options.jobs, static_cast<int>(n))) : 1;
-  if (jobs == 1) {
-    for (size_t i = 0; i < n; ++i)
+  // What cannot be recorded as a point's failure (the results folder cannot be written, say) stops the
+  // run: the first such error is rethrown once every worker has stopped.
+  std::exception_ptr fatal;
+  std::atomic<bool> stop{false};
+  auto run_guarded = [&](size_t i) {
+    try {
       run_one(i);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!fatal) fatal = std::current_exception();
+      stop = true;
+    }
+  };
+  if (jobs == 1) {
+    for (size_t i = 0; i < n && !stop; ++i)
+      run_guarded(i);
   } else {
     // Each simulation is independent: workers take the next point until none is left.
     std::atomic<size_t> next{0};
     std::vector<std::thread> workers;
     for (int w = 0; w < jobs; ++w) {
       workers.emplace_back([&] {
-        for (size_t i = next++; i < n; i = next++)
-          run_one(i);
+        for (size_t i = next++; i < n && !stop; i = next++)
+          run_guarded(i);
       });
     }
     for (std::thread& t : workers)
       t.join();
   }
+  if (fatal) std::rethrow_exception(fatal);
 
   if (writer) {
     size_t diverged = 0;

@@ -181,7 +181,8 @@ TrainResult train(RankContext& ctx, Model& model, Optimizer& optimizer, Algorith
     if (observer) observer(rec);
     if (model.materialized()) {
       if (!std::isfinite(rec.loss)) throw Diverged(result.rank, step, "loss", rec.loss);
-      if (evaluate && !std::isfinite(rec.full_loss))
+      // A NaN full loss is a model without one (Model::full_loss); an infinite one has diverged.
+      if (evaluate && std::isinf(rec.full_loss))
         throw Diverged(result.rank, step, "full loss", rec.full_loss);
     }
   }

@@ -54,10 +54,10 @@ struct TrainResult {
   Time finish;  // when finish() returned
 };
 
-// Divergence: a materialized model's batch loss, or its full loss where evaluated, that is NaN or
-// infinite. The rank that sees it stops training at once by throwing Diverged from train(): no further
-// iteration runs on it, and its world ends the run on every rank (the simulator reports the earliest
-// failure in (virtual time, rank) order, so which rank and iteration are named is deterministic).
+// Divergence: a materialized model's batch loss that is NaN or infinite, or its full loss where
+// evaluated that is infinite (NaN there: the model has none). The rank that sees it stops training by
+// throwing Diverged from train(): no further iteration runs on it, and its world ends the run on every
+// rank (the simulator reports the earliest failure in (virtual time, rank) order: deterministic).
 // Profile workloads have no loss (NaN by design) and never diverge.
 class Diverged : public std::runtime_error {
  public:

@@ -176,4 +176,51 @@ TEST_F(SweepCli, ProgressHasAnEtaOnStderrAndNoneWithQuiet) {
   EXPECT_EQ(r.err, "");
 }
 
+// scripts/plot_convergence.py with Debian's python3 (python3-matplotlib, scripts/setup).
+Result plot(const std::vector<std::string>& args, const fs::path& scratch) {
+  std::vector<std::string> words = {"/usr/bin/python3"};
+  words.insert(words.end(), args.begin(), args.end());
+  return run_command(BAGUA_SOURCE_DIR, "", words, scratch);
+}
+
+TEST_F(SweepCli, PlotConvergenceRefusesAProfileSweepAndTitlesASweepByWhatItVaries) {
+  // A profile workload's point: times, no loss (the cells are empty).
+  const fs::path point = dir_ / "profile" / "points" / "p000-00000000";
+  bagua::testing::write_file(
+      point / "summary.json",
+      R"({"point": "p000-00000000", "swept": {"cluster.nic.bandwidth": "1 Gbps"}, "world_size": 8,
+          "status": "ok", "config": {"name": "vgg", "description": "100 Gbps", "runtime": "sim",
+          "algorithm": {"name": "gradient_allreduce"}}})");
+  bagua::testing::write_file(point / "iterations.csv",
+                             "iteration,time_s,iteration_s,compute_s,exposed_comm_s,loss,full_loss\n"
+                             "0,0.5,0.5,0.1,0.4,,\n1,1,0.5,0.1,0.4,,\n");
+  const fs::path scratch = dir_ / "scratch";
+  fs::create_directories(scratch);
+  Result r = plot(
+      {"scripts/plot_convergence.py", (dir_ / "profile").string(), "-o", (dir_ / "x.png").string()},
+      scratch);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("no loss to plot (a profile workload has none"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "x.png"));
+
+  // A description names one configuration ("100 Gbps"); a sweep's title says what varies instead.
+  r = plot({"-c",
+            "import sys; sys.path.insert(0, 'scripts'); import plot_convergence as p; "
+            "print(p.default_title([({'swept': {'cluster.nic.bandwidth': b}, 'config': {'name': "
+            "'quickstart', 'description': '100 Gbps'}}, []) for b in ['1 Gbps', '10 Gbps']]))"},
+           scratch);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "quickstart: cluster.nic.bandwidth = 1 Gbps, 10 Gbps\n");
+
+  // A real sweep with a diverged point: drawn (the diverged curve up to its divergence), exit 0.
+  r = bagua({"run", kQuickstart, "--out", (dir_ / "lr").string(), "-q", "--set",
+             R"(workload={"name": "linear_regression", "features": 16, "samples": 1024})", "--set",
+             "schedule.iterations=30", "--set", "sweep.optimizer.lr=[0.1, 100]"});
+  ASSERT_EQ(r.exit_code, 1) << r.err;  // one point diverged
+  r = plot({"scripts/plot_convergence.py", (dir_ / "lr").string(), "-o", (dir_ / "lr.png").string()},
+           scratch);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(dir_ / "lr.png"));
+}
+
 }  // namespace
