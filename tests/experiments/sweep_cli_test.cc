@@ -183,7 +183,7 @@ Result plot(const std::vector<std::string>& args, const fs::path& scratch) {
   return run_command(BAGUA_SOURCE_DIR, "", words, scratch);
 }
 
-TEST_F(SweepCli, PlotConvergenceRefusesAProfileSweepAndTitlesASweepByWhatItVaries) {
+TEST_F(SweepCli, PlotConvergenceAndADivergedPointFromTheCommandLine) {
   // A profile workload's point: times, no loss (the cells are empty).
   const fs::path point = dir_ / "profile" / "points" / "p000-00000000";
   bagua::testing::write_file(
@@ -217,6 +217,21 @@ TEST_F(SweepCli, PlotConvergenceRefusesAProfileSweepAndTitlesASweepByWhatItVarie
              R"(workload={"name": "linear_regression", "features": 16, "samples": 1024})", "--set",
              "schedule.iterations=30", "--set", "sweep.optimizer.lr=[0.1, 100]"});
   ASSERT_EQ(r.exit_code, 1) << r.err;  // one point diverged
+  EXPECT_NE(r.out.find("1 of 2 points did not complete (0 failed, 1 diverged); a rerun retries only "
+                       "those"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("diverged: loss inf at iteration "), std::string::npos) << r.out;
+  // The rerun runs the diverged point alone (and it diverges again, the same way).
+  const std::string rows = read_file(dir_ / "lr" / "results.csv");
+  const Result again =
+      bagua({"run", kQuickstart, "--out", (dir_ / "lr").string(), "--set",
+             R"(workload={"name": "linear_regression", "features": 16, "samples": 1024})", "--set",
+             "schedule.iterations=30", "--set", "sweep.optimizer.lr=[0.1, 100]"});
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_EQ(count(again.err, "already done, skipped"), 1u) << again.err;
+  EXPECT_EQ(count(again.err, "DIVERGED"), 1u) << again.err;
+  EXPECT_EQ(read_file(dir_ / "lr" / "results.csv"), rows);
   r = plot({"scripts/plot_convergence.py", (dir_ / "lr").string(), "-o", (dir_ / "lr.png").string()},
            scratch);
   EXPECT_EQ(r.exit_code, 0) << r.err;
