@@ -18,8 +18,8 @@
 //     in place when its point is run again: the file is rewritten whole into results.csv.tmp and
 //     renamed over results.csv (atomic), every other row unchanged and in its place.
 //   - A results.csv written before rows had a status (its header is the expected one without the
-//     trailing "status" and "error" columns) keeps its columns: rows are cut to them, and every row
-//     present counts as ok.
+//     trailing "status" and "error" columns) keeps its columns: rows are cut to them, every row
+//     present counts as ok, and a point that is not ok gets no row (its summary.json records it).
 //
 // The folder itself belongs to one experiment (ExperimentDir, below):
 //   DIR/experiment.json          {"name", "config_hash"}: the experiment whose results these are

@@ -135,8 +135,11 @@ TEST_F(ResultStoreTest, AResultsFileWithoutStatusesKeepsItsColumns) {
   write_file(dir_ / "results.csv", "point,x,value\np0,1,10\n");
   ResultStore store(dir_, kWithStatus);
   EXPECT_EQ(store.row_status("p0"), "ok");
+  store.append_row({"p2", "3", "", "failed", "error: boom"});  // no row: it could never be replaced
+  EXPECT_FALSE(store.row_status("p2").has_value());
   store.append_row({"p1", "2", "20", "ok", ""});
-  EXPECT_EQ(read_file(dir_ / "results.csv"), "point,x,value\np0,1,10\np1,2,20\n");
+  store.append_row({"p2", "3", "30", "ok", ""});  // its rerun
+  EXPECT_EQ(read_file(dir_ / "results.csv"), "point,x,value\np0,1,10\np1,2,20\np2,3,30\n");
 }
 
 }  // namespace
