@@ -420,8 +420,7 @@ int run_experiment(const Experiment& e, const Components& c, Backends& backends,
       std::lock_guard<std::mutex> lock(mu);
       summaries[i] = o.summary;
       if (o.failure)
-        failures.push_back("point " + p.id + " " + to_string(o.failure->status) + ": " +
-                           o.failure->error);
+        failures.push_back("point " + p.id + ": " + o.failure->error);  // "diverged: ...", "error: ..."
     }
     char wall[32];
     std::snprintf(wall, sizeof wall, "%.2f s", seconds_since(start));
