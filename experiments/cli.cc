@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <functional>
 #include <iostream>
 #include <string>
 #include <thread>
@@ -62,6 +63,10 @@ void print_runtimes(const RuntimeRegistry& runtimes, std::ostream& out) {
 struct RunArgs {
   std::string config;
   std::vector<std::string> sets;
+  std::vector<std::string> points;  // --point
+  std::vector<std::string> wheres;  // --where
+  bool fresh = false;
+  double progress_interval_s = 5;
   std::string out;
   int jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   bool quiet = false;
@@ -69,9 +74,80 @@ struct RunArgs {
 
 void add_config_args(CLI::App* cmd, RunArgs& args) {
   cmd->add_option("config", args.config, "experiment config (JSON)")->required();
-  cmd->add_option("--set", args.sets,
-                  "override before validation: dotted.path=value (JSON, else a string); repeatable")
+  cmd->add_option(
+         "--set", args.sets,
+         "override before validation: dotted.path=value (JSON, else a string); repeatable. A swept "
+         "path set this way is fixed (its axis removed); sweep.<axis path>=[values] replaces (or adds) "
+         "an axis's values, sweep.mode=grid|zip the mode, e.g. --set "
+         "'sweep.cluster.nic.bandwidth=[\"1 Gbps\", \"10 Gbps\"]'")
       ->allow_extra_args(false);
+}
+
+// Which points --point and --where select (all given must hold). --point takes a point id
+// ("p003-1a2b3c4d"), its index part ("p003") or its index ("3"); --where an axis path and a value as
+// the sweep writes it (JSON, else a string: cluster.nic.bandwidth="10 Gbps" or ...=10 Gbps).
+std::function<bool(const PointConfig&)> point_selection(const Experiment& e,
+                                                        const std::vector<std::string>& points,
+                                                        const std::vector<std::string>& wheres) {
+  if (points.empty() && wheres.empty()) return {};
+  struct Where {
+    std::string path;
+    Json value;
+  };
+  std::vector<Where> conditions;
+  for (const std::string& w : wheres) {
+    const size_t eq = w.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw ConfigError("--where \"" + w + "\": expected axis.path=value");
+    Where c{w.substr(0, eq), parse_override_value(std::string_view(w).substr(eq + 1))};
+    if (std::find(e.axes.begin(), e.axes.end(), c.path) == e.axes.end()) {
+      std::string axes;
+      for (const std::string& a : e.axes)
+        axes += (axes.empty() ? "" : ", ") + a;
+      throw ConfigError("--where " + c.path +
+                        ": not an axis of the sweep (axes: " + (axes.empty() ? "none" : axes) + ")");
+    }
+    conditions.push_back(std::move(c));
+  }
+  auto point_matches = [&points](const PointConfig& p) {
+    if (points.empty()) return true;
+    for (const std::string& id : points) {
+      if (id == p.id || id == p.id.substr(0, p.id.find('-')) || id == std::to_string(p.index))
+        return true;
+    }
+    return false;
+  };
+  auto where_matches = [conditions](const PointConfig& p) {
+    for (const Where& c : conditions) {
+      bool hit = false;
+      for (const auto& [path, value] : p.swept)
+        hit = hit || (path == c.path && (value == c.value || json_text(value) == json_text(c.value)));
+      if (!hit) return false;
+    }
+    return true;
+  };
+  std::function<bool(const PointConfig&)> select = [point_matches,
+                                                    where_matches](const PointConfig& p) {
+    return point_matches(p) && where_matches(p);
+  };
+  // Each --point must name a point, and the selection must not be empty.
+  for (const std::string& id : points) {
+    const bool found = std::any_of(e.points.begin(), e.points.end(), [&](const PointConfig& p) {
+      return id == p.id || id == p.id.substr(0, p.id.find('-')) || id == std::to_string(p.index);
+    });
+    if (!found)
+      throw ConfigError("--point " + id + ": no such point (" + std::to_string(e.points.size()) +
+                        " points, p" + std::string(e.points.front().id.find('-') - 1, '0') + " to " +
+                        e.points.back().id + "; `bagua validate` lists them)");
+  }
+  if (std::none_of(e.points.begin(), e.points.end(), select)) {
+    std::string given;
+    for (const std::string& w : wheres)
+      given += (given.empty() ? "" : " ") + w;
+    throw ConfigError("--where " + given + ": no point of the sweep matches" +
+                      (points.empty() ? "" : " the --point given"));
+  }
+  return select;
 }
 
 }  // namespace
@@ -92,12 +168,37 @@ int run_cli(int argc, char** argv) {
   RunArgs run_args;
   CLI::App* run =
       app.add_subcommand("run", "run an experiment (every point of its sweep) and write its results");
+  run->footer(
+      "A point that fails or diverges (a NaN or infinite loss) is recorded with its status and error "
+      "in "
+      "results.csv and its summary.json, and the other points run; a rerun runs only the points "
+      "without "
+      "an ok result. The results folder belongs to one experiment (its experiment.json holds the "
+      "config "
+      "hash; another config is refused, --fresh moves the old folder aside) and one run at a time (a "
+      "lock). Exit status: 0 every point ok, 1 some point failed or diverged (the summary says how "
+      "many), 2 a config error.");
   add_config_args(run, run_args);
   run->add_option("--out", run_args.out, "results directory (default: the config's output.dir)");
   run->add_option("--jobs,-j", run_args.jobs,
                   "simulated points run in parallel (default: the number of cores)")
       ->check(CLI::PositiveNumber);
   run->add_flag("--quiet,-q", run_args.quiet, "no progress lines on stderr");
+  run->add_option("--point", run_args.points,
+                  "run only this point of the sweep: its id (p003-1a2b3c4d), index part (p003) or "
+                  "index (3); repeatable")
+      ->allow_extra_args(false);
+  run->add_option("--where", run_args.wheres,
+                  "run only the points whose swept value at an axis path is this: "
+                  "axis.path=value (JSON, else a string); repeatable, all must hold")
+      ->allow_extra_args(false);
+  run->add_option("--progress-interval", run_args.progress_interval_s,
+                  "seconds of wall time between progress lines while a point runs (iteration k of N, "
+                  "simulated time so far; default 5; 0: none)")
+      ->check(CLI::NonNegativeNumber);
+  run->add_flag("--fresh", run_args.fresh,
+                "when the results folder holds another experiment's results, move it aside to "
+                "DIR.old-<UTC time> and start afresh (without: refused)");
   RunArgs validate_args;
   CLI::App* validate =
       app.add_subcommand("validate", "check a config (and that its components accept its worlds)");
@@ -203,6 +304,9 @@ int run_cli(int argc, char** argv) {
     RunOptions run_options;
     run_options.jobs = run_args.jobs;
     run_options.quiet = run_args.quiet;
+    run_options.fresh = run_args.fresh;
+    run_options.progress_interval_s = run_args.progress_interval_s;
+    run_options.select = point_selection(e, run_args.points, run_args.wheres);
     const int failed = run_experiment(e, *components, backends, run_options, std::cout, std::cerr);
     return failed == 0 ? 0 : kExitPointFailed;
   } catch (const ConfigError& e) {

@@ -7,6 +7,7 @@
 #include "core/check.h"
 #include "experiments/profile_file.h"
 #include "experiments/quantity.h"
+#include "experiments/sweep_override.h"
 
 namespace bagua::experiments {
 
@@ -37,7 +38,10 @@ void apply_override(Json& config, const std::string& assignment) {
   }
   const std::string path = assignment.substr(0, eq);
   try {
-    set_path(config, path, parse_override_value(std::string_view(assignment).substr(eq + 1)));
+    Json value = parse_override_value(std::string_view(assignment).substr(eq + 1));
+    // A sweep's axis, or a swept path (experiments/sweep_override.h).
+    if (apply_sweep_override(config, path, value)) return;
+    set_path(config, path, std::move(value));
   } catch (const ConfigError& e) {
     throw ConfigError("--set " + path + ": " + e.what());
   }

@@ -1,6 +1,8 @@
 #include "experiments/results.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 
@@ -37,6 +39,42 @@ double number_from(const Json& v) {
 }
 
 }  // namespace
+
+std::string to_string(PointStatus s) {
+  switch (s) {
+    case PointStatus::kOk:
+      return "ok";
+    case PointStatus::kDiverged:
+      return "diverged";
+    case PointStatus::kFailed:
+      return "failed";
+  }
+  return "?";
+}
+
+std::optional<PointStatus> parse_point_status(const std::string& text) {
+  for (PointStatus s : {PointStatus::kOk, PointStatus::kDiverged, PointStatus::kFailed})
+    if (to_string(s) == text) return s;
+  return std::nullopt;
+}
+
+size_t finite_prefix(const std::vector<TrainResult>& ranks) {
+  size_t n = ranks.empty() ? 0 : ranks.front().iterations.size();
+  for (const TrainResult& r : ranks)
+    n = std::min(n, r.iterations.size());
+  // A NaN batch loss on every rank is "no loss" (a profile workload); otherwise a loss must be finite.
+  for (size_t i = 0; i < n; ++i) {
+    bool all_nan = true;
+    bool all_finite = true;
+    for (const TrainResult& r : ranks) {
+      const double loss = r.iterations[i].loss;
+      all_nan = all_nan && std::isnan(loss);
+      all_finite = all_finite && std::isfinite(loss) && !std::isinf(r.iterations[i].full_loss);
+    }
+    if (!all_nan && !all_finite) return i;
+  }
+  return n;
+}
 
 PointMetrics compute_metrics(const std::vector<TrainResult>& ranks, int64_t batch_size,
                              double optimal_loss) {
@@ -141,7 +179,7 @@ std::string iterations_csv(const PointMetrics& m) {
   return out;
 }
 
-Json summary_json(const PointConfig& point, const PointMetrics& m) {
+Json summary_json(const PointConfig& point, const PointMetrics& m, const PointFailure* failure) {
   Json swept = Json::object();
   for (const auto& [path, value] : point.swept)
     swept[path] = value;
@@ -149,25 +187,51 @@ Json summary_json(const PointConfig& point, const PointMetrics& m) {
   s["point"] = point.id;
   s["swept"] = std::move(swept);
   s["config"] = point.resolved;
-  s["world_size"] = m.world_size;
-  s["iterations"] = m.iterations;
-  s["slowest_rank"] = m.slowest_rank;
-  s["time_per_iteration_s"] = number_or_null(m.time_per_iteration_s);
-  s["compute_per_iteration_s"] = number_or_null(m.compute_per_iteration_s);
-  s["exposed_comm_per_iteration_s"] = number_or_null(m.exposed_comm_per_iteration_s);
-  s["final_loss"] = number_or_null(m.final_loss);
-  s["final_full_loss"] = number_or_null(m.final_full_loss);
-  s["optimal_loss"] = number_or_null(m.optimal_loss);
-  s["samples_per_s"] = number_or_null(m.samples_per_s);
+  const bool measured = !failure || (failure->status == PointStatus::kDiverged && m.iterations > 0);
+  const PointMetrics none;
+  const PointMetrics& x = measured ? m : none;
+  auto metric = [&](double v) { return measured ? number_or_null(v) : Json(nullptr); };
+  s["world_size"] = measured || m.world_size > 0 ? Json(m.world_size) : Json(point.world_size());
+  s["iterations"] = x.iterations;
+  s["slowest_rank"] = x.slowest_rank;
+  s["time_per_iteration_s"] = metric(x.time_per_iteration_s);
+  s["compute_per_iteration_s"] = metric(x.compute_per_iteration_s);
+  s["exposed_comm_per_iteration_s"] = metric(x.exposed_comm_per_iteration_s);
+  s["final_loss"] = metric(x.final_loss);
+  s["final_full_loss"] = metric(x.final_full_loss);
+  s["optimal_loss"] = metric(x.optimal_loss);
+  s["samples_per_s"] = metric(x.samples_per_s);
+  s["status"] = to_string(failure ? failure->status : PointStatus::kOk);
+  if (failure) {
+    s["error"] = failure->error;
+    if (failure->status == PointStatus::kDiverged)
+      s["diverged_at_iteration"] = failure->diverged_at_iteration;
+  }
   return s;
+}
+
+PointStatus summary_status(const Json& summary) {
+  const auto it = summary.find("status");
+  if (it == summary.end() || !it->is_string()) return PointStatus::kOk;
+  return parse_point_status(it->get<std::string>()).value_or(PointStatus::kFailed);
+}
+
+std::string config_hash(const Experiment& e) {
+  Json points = Json::array();
+  for (const PointConfig& p : e.points)
+    points.push_back(p.resolved);
+  const Json all = Json::array({Json(e.axes), std::move(points)});
+  char hash[17];
+  std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(fnv1a64(all.dump())));
+  return hash;
 }
 
 std::vector<std::string> results_header(const std::vector<std::string>& axes) {
   std::vector<std::string> h = {"point"};
   h.insert(h.end(), axes.begin(), axes.end());
-  for (const char* c :
-       {"runtime", "world_size", "algorithm_name", "time_per_iteration_s", "compute_per_iteration_s",
-        "exposed_comm_per_iteration_s", "final_loss", "final_full_loss", "samples_per_s"})
+  for (const char* c : {"runtime", "world_size", "algorithm_name", "time_per_iteration_s",
+                        "compute_per_iteration_s", "exposed_comm_per_iteration_s", "final_loss",
+                        "final_full_loss", "samples_per_s", "status", "error"})
     h.emplace_back(c);
   return h;
 }
@@ -189,6 +253,10 @@ bool is_summary_of(const Json& summary, const std::string& id) {
     const auto it = summary.find(k);
     if (it == summary.end() || !(it->is_number() || it->is_null())) return false;
   }
+  const auto status = summary.find("status");
+  if (status != summary.end() &&
+      !(status->is_string() && parse_point_status(status->get<std::string>())))
+    return false;
   return true;
 }
 
@@ -210,6 +278,8 @@ std::vector<std::string> results_row(const Json& summary, const std::vector<std:
        {"time_per_iteration_s", "compute_per_iteration_s", "exposed_comm_per_iteration_s", "final_loss",
         "final_full_loss", "samples_per_s"})
     row.push_back(csv_number(number_from(summary.at(k))));
+  row.push_back(to_string(summary_status(summary)));
+  row.push_back(summary.value("error", std::string()));
   return row;
 }
 

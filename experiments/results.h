@@ -21,11 +21,20 @@
 //   final_loss, final_full_loss   the last row's loss and full_loss (null when absent)
 //   optimal_loss                  the workload's optimal full loss when known in closed form, else null
 //   samples_per_s                 world_size x batch_size / time_per_iteration_s
+//   status                        "ok", "diverged" or "failed" (PointStatus; a summary without it,
+//                                 written before statuses existed, is "ok")
+//   error                         diverged or failed: one line, e.g. "diverged: loss inf at
+//                                 iteration 12 on rank 3"
+//   diverged_at_iteration         diverged: the iteration whose loss was NaN or infinite
+// A diverged point's metrics cover the iterations before the first one at which any rank's loss is not
+// finite (so iterations.csv has no empty loss cell where a loss exists); with none, they are null. A
+// failed point has no metrics (null) and no iterations.csv.
 //
 // results.csv, one row per point (experiments/result_store.h): point, each swept value (one column per
 // axis, named by its path), runtime, world_size, algorithm, time_per_iteration_s,
-// compute_per_iteration_s, exposed_comm_per_iteration_s, final_loss, final_full_loss, samples_per_s.
-// A row is made from summary.json alone, so that a resumed run can add the row of a point that finished
+// compute_per_iteration_s, exposed_comm_per_iteration_s, final_loss, final_full_loss, samples_per_s,
+// status, error. (A results.csv written before statuses existed lacks the last two columns and keeps
+// its own columns: experiments/result_store.h.) A row is made from summary.json alone, so that a resumed run can add the row of a point that finished
 // before it was interrupted.
 //
 // Numbers are written as the shortest decimal text that reads back exactly; NaN as an empty field (CSV)
@@ -33,6 +42,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -53,6 +63,18 @@ struct IterationRow {
   double full_loss = 0;
 };
 
+enum class PointStatus : uint8_t { kOk, kDiverged, kFailed };
+std::string to_string(PointStatus s);
+// The status named by `text` ("ok", "diverged", "failed"); nullopt otherwise.
+std::optional<PointStatus> parse_point_status(const std::string& text);
+
+// How a point's run ended when it did not end well.
+struct PointFailure {
+  PointStatus status = PointStatus::kFailed;
+  std::string error;                   // one line
+  int64_t diverged_at_iteration = -1;  // kDiverged only
+};
+
 struct PointMetrics {
   int world_size = 0;
   int64_t iterations = 0;
@@ -71,8 +93,23 @@ struct PointMetrics {
 PointMetrics compute_metrics(const std::vector<TrainResult>& ranks, int64_t batch_size,
                              double optimal_loss);
 
+// The number of leading iterations every rank recorded with finite losses (a batch loss that is NaN
+// counts as finite when every rank's is: profile workloads have none): what a diverged point's metrics
+// are computed from, after truncating every rank's records to it.
+size_t finite_prefix(const std::vector<TrainResult>& ranks);
+
 std::string iterations_csv(const PointMetrics& m);
-Json summary_json(const PointConfig& point, const PointMetrics& m);
+// `failure` null: an ok point. A failed point's `m` is ignored; a diverged one's has zero iterations
+// when no iteration preceded the divergence (its metrics are then null).
+Json summary_json(const PointConfig& point, const PointMetrics& m,
+                  const PointFailure* failure = nullptr);
+// The status of a summary.json (is_summary_of() holds); "ok" when it has none.
+PointStatus summary_status(const Json& summary);
+
+// The experiment's config hash: 16 hex digits of the FNV-1a 64-bit hash of the compact JSON text of
+// [its axes, every point's resolved config] (output.dir is not part of a resolved config: where results
+// go does not change them). What DIR/experiment.json records (experiments/result_store.h).
+std::string config_hash(const Experiment& e);
 
 std::vector<std::string> results_header(const std::vector<std::string>& axes);
 // Whether `summary` is a complete summary.json of point `id` (a resumed run reruns a point otherwise).

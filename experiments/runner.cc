@@ -5,10 +5,12 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <map>
 #include <mutex>
 #include <numeric>
 #include <ostream>
+#include <set>
 #include <thread>
 
 #include "core/check.h"
@@ -110,7 +112,7 @@ std::unique_ptr<Workload> make_workload(const PointConfig& point, const Componen
 }
 
 RanksRun run_ranks(const PointConfig& point, const Components& c, Backends& backends,
-                   int64_t iterations) {
+                   int64_t iterations, const IterationObserver& observer) {
   const int world_size = backends.world_size(point);
   const std::unique_ptr<Workload> workload = make_workload(point, c, world_size);
   TrainOptions options;
@@ -120,35 +122,70 @@ RanksRun run_ranks(const PointConfig& point, const Components& c, Backends& back
   options.overlap = point.schedule.overlap;
 
   RanksRun run;
-  backends.run(
-      point,
-      [&](RankContext& ctx) {
-        const int rank = ctx.transport().rank();
-        std::unique_ptr<Model> model = workload->make_model(rank);
-        // The optimizer's state lives where the weights do: meta for a profile, else the rank's space.
-        const BufferView like(nullptr, 0, DType::kF32,
-                              model->materialized() ? &ctx.space() : &meta_space());
-        std::unique_ptr<Optimizer> optimizer = c.optimizers.create(
-            point.optimizer.name, point.optimizer.params, model->num_params(), like);
-        const AlgorithmDeps deps{c.compressors, c.optimizers};
-        std::unique_ptr<Algorithm> algorithm =
-            c.algorithms.create(point.algorithm.name, point.algorithm.params, deps);
-        const TrainResult result = train(ctx, *model, *optimizer, *algorithm, options);
-        std::vector<TrainResult> all;
-        gather_results(ctx.transport(), result, &all);
-        if (rank == 0) {
-          run.ranks = std::move(all);
-          run.optimal_loss = model->optimal_loss();
-        }
-      },
-      &run.report);
+  // Every rank's records as they are made, kept for a run that stops early (Diverged): in-process all
+  // ranks', in a job this process's rank's; only for models that can diverge.
+  std::vector<TrainResult> seen(static_cast<size_t>(world_size));
+  try {
+    backends.run(
+        point,
+        [&](RankContext& ctx) {
+          const int rank = ctx.transport().rank();
+          std::unique_ptr<Model> model = workload->make_model(rank);
+          // The optimizer's state lives where the weights do: meta for a profile, else the rank's
+          // space.
+          const BufferView like(nullptr, 0, DType::kF32,
+                                model->materialized() ? &ctx.space() : &meta_space());
+          std::unique_ptr<Optimizer> optimizer = c.optimizers.create(
+              point.optimizer.name, point.optimizer.params, model->num_params(), like);
+          const AlgorithmDeps deps{c.compressors, c.optimizers};
+          std::unique_ptr<Algorithm> algorithm =
+              c.algorithms.create(point.algorithm.name, point.algorithm.params, deps);
+          TrainResult& mine = seen[static_cast<size_t>(rank)];
+          mine.rank = rank;
+          const bool may_diverge = model->materialized();  // a profile has no loss (trainer.h)
+          const TrainResult result =
+              train(ctx, *model, *optimizer, *algorithm, options, [&](const IterationRecord& rec) {
+                if (may_diverge) mine.iterations.push_back(rec);
+                if (rank == 0 && observer) observer(rec);
+              });
+          std::vector<TrainResult> all;
+          gather_results(ctx.transport(), result, &all);
+          if (rank == 0) {
+            run.ranks = std::move(all);
+            run.optimal_loss = model->optimal_loss();
+          }
+        },
+        &run.report);
+  } catch (const Diverged& d) {
+    run.ranks = std::move(seen);
+    run.diverged = PointFailure{PointStatus::kDiverged, d.what(), d.iteration()};
+    run.report.reset();
+  }
   return run;
 }
 
-PointOutput run_point(const PointConfig& point, const Components& c, Backends& backends) {
-  RanksRun run = run_ranks(point, c, backends);
+PointOutput run_point(const PointConfig& point, const Components& c, Backends& backends,
+                      const IterationObserver& observer) {
+  RanksRun run = run_ranks(point, c, backends, /*iterations=*/-1, observer);
   PointOutput out;
   if (!backends.is_writer()) return out;
+  if (run.diverged) {
+    // The iterations before the first one any rank's loss was not finite, on every rank.
+    const size_t kept =
+        std::min(finite_prefix(run.ranks),
+                 static_cast<size_t>(std::max<int64_t>(0, run.diverged->diverged_at_iteration)));
+    for (TrainResult& r : run.ranks)
+      r.iterations.resize(std::min(kept, r.iterations.size()));
+    out.failure =
+        PointFailure{PointStatus::kDiverged, run.diverged->error, run.diverged->diverged_at_iteration};
+    if (kept > 0) {
+      out.metrics = compute_metrics(run.ranks, point.workload.batch_size, run.optimal_loss);
+      out.files.emplace_back("iterations.csv", iterations_csv(out.metrics));
+    }
+    out.summary = summary_json(point, out.metrics, &*out.failure);
+    out.files.emplace_back("summary.json", out.summary.dump(2) + "\n");
+    return out;
+  }
   out.metrics = compute_metrics(run.ranks, point.workload.batch_size, run.optimal_loss);
   out.summary = summary_json(point, out.metrics);
   out.files.emplace_back("iterations.csv", iterations_csv(out.metrics));
@@ -161,7 +198,33 @@ PointOutput run_point(const PointConfig& point, const Components& c, Backends& b
   return out;
 }
 
+namespace {
+
+// A cluster path that only the simulator models (experiments/config.h: "intra_host, nic, topology,
+// device, factors and transport matter only to the simulator"): a real runtime measures the real
+// network instead.
+bool simulator_only(const std::string& path) {
+  for (const char* k : {"intra_host", "nic", "topology", "device", "factors", "transport"}) {
+    const std::string prefix = std::string("cluster.") + k;
+    if (path == prefix || path.rfind(prefix + ".", 0) == 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 void check_points(const Experiment& e, const Components& c, Backends& backends) {
+  // A sweep of a network value on a real runtime would label its points 1/10/100 Gbps and measure the
+  // same network every time.
+  for (const PointConfig& p : e.points) {
+    if (backends.traits(p).virtual_time) continue;
+    for (const auto& [path, value] : p.swept) {
+      if (!simulator_only(path)) continue;
+      throw ConfigError(
+          "sweep.axes." + path + ": a sweep of a simulated network value on runtime \"" + p.runtime +
+          "\", which measures the real network (sweep it with \"runtime\": " + "\"sim\")");
+    }
+  }
   // What decides whether the components accept a world: its shape and the components themselves.
   std::map<std::string, const PointConfig*> distinct;
   for (const PointConfig& p : e.points) {
@@ -193,6 +256,25 @@ void check_points(const Experiment& e, const Components& c, Backends& backends) 
   }
 }
 
+namespace {
+
+// "1h02m", "3m05s", "12s"
+std::string duration_text(double seconds) {
+  const int64_t s = std::max<int64_t>(0, static_cast<int64_t>(std::llround(seconds)));
+  char buf[32];
+  if (s >= 3600)
+    std::snprintf(buf, sizeof buf, "%lldh%02lldm", static_cast<long long>(s / 3600),
+                  static_cast<long long>(s % 3600 / 60));
+  else if (s >= 60)
+    std::snprintf(buf, sizeof buf, "%lldm%02llds", static_cast<long long>(s / 60),
+                  static_cast<long long>(s % 60));
+  else
+    std::snprintf(buf, sizeof buf, "%llds", static_cast<long long>(s));
+  return buf;
+}
+
+}  // namespace
+
 int run_experiment(const Experiment& e, const Components& c, Backends& backends,
                    const RunOptions& options, std::ostream& out, std::ostream& progress) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -212,106 +294,207 @@ int run_experiment(const Experiment& e, const Components& c, Backends& backends,
   const bool chatty = writer && !options.quiet;
   check_points(e, c, backends);
 
-  // Which points are done already (decided by the writer, shared with every MPI rank).
+  // The points this run covers (--point, --where): all unless a selection is given.
   const size_t n = e.points.size();
+  std::vector<uint8_t> selected(n, 1);
+  if (options.select) {
+    for (size_t i = 0; i < n; ++i)
+      selected[i] = options.select(e.points[i]) ? 1 : 0;
+  }
+
+  // The folder is claimed (created, checked writable, locked, its experiment checked) and the points
+  // already done found by the writer; the outcome is shared with every MPI rank: byte 0 is 1 when the
+  // writer failed (it throws; the others end quietly), then one byte per point.
+  std::unique_ptr<ExperimentDir> claim;
   std::unique_ptr<ResultStore> store;
-  std::vector<uint8_t> skip(n, 0);  // 1: folder and row present; 2: folder present, row missing
+  std::vector<uint8_t> skip(n + 1, 0);  // 1: folder and ok row present; 2: ok folder, row missing
   std::vector<Json> summaries(n);
+  std::optional<ConfigError> claim_error;
   if (writer) {
-    store = std::make_unique<ResultStore>(e.output_dir, results_header(e.axes));
-    for (size_t i = 0; i < n; ++i) {
-      std::optional<Json> s = store->read_summary(e.points[i].id);
-      if (s && is_summary_of(*s, e.points[i].id)) {
-        summaries[i] = std::move(*s);
-        skip[i] = store->has_row(e.points[i].id) ? 1 : 2;
+    try {
+      std::set<std::string> ids;
+      for (const PointConfig& p : e.points)
+        ids.insert(p.id);
+      claim = std::make_unique<ExperimentDir>(e.output_dir, e.name, config_hash(e), ids, options.fresh);
+      if (!claim->moved_aside().empty()) {
+        write_line(progress, "--fresh: moved the previous results of " + e.output_dir + " to " +
+                                 claim->moved_aside().string());
       }
+      store = std::make_unique<ResultStore>(e.output_dir, results_header(e.axes));
+      claim->record();
+      for (size_t i = 0; i < n; ++i) {
+        std::optional<Json> s = store->read_summary(e.points[i].id);
+        if (!s || !is_summary_of(*s, e.points[i].id)) continue;
+        if (summary_status(*s) != PointStatus::kOk) {
+          summaries[i] = std::move(*s);  // shown if this run does not reach it
+          continue;
+        }
+        summaries[i] = std::move(*s);
+        skip[i + 1] = store->row_status(e.points[i].id) == std::optional<std::string>("ok") ? 1 : 2;
+      }
+    } catch (const ConfigError& err) {
+      claim_error = err;
+      skip.assign(n + 1, 0);
+      skip[0] = 1;
     }
   }
   skip = backends.share_from_writer(std::move(skip));
+  if (claim_error) throw *claim_error;
+  if (skip[0]) throw ConfigError("the writing rank could not claim " + e.output_dir);
+  skip.erase(skip.begin());
   std::unique_ptr<OrderedRows> rows = writer ? std::make_unique<OrderedRows>(*store, n) : nullptr;
+
+  size_t to_run = 0;
+  for (size_t i = 0; i < n; ++i)
+    if (selected[i] && !skip[i]) ++to_run;
 
   std::mutex mu;  // progress lines, failure list, summaries
   std::vector<std::string> failures;
-  size_t finished = 0;
-  auto report = [&](size_t i, const std::string& line) {
+  size_t finished = 0;  // selected points, done or skipped
+  size_t ran = 0;       // points run by this run
+  const size_t total = static_cast<size_t>(std::count(selected.begin(), selected.end(), 1));
+  auto report = [&](size_t i, const std::string& line, bool counted) {
     std::lock_guard<std::mutex> lock(mu);
     ++finished;
-    if (chatty) {
-      write_line(progress, "[" + std::to_string(finished) + "/" + std::to_string(n) + "] " +
-                               describe(e.points[i]) + ": " + line);
+    if (counted) ++ran;
+    if (!chatty) return;
+    std::string eta;
+    if (counted && ran < to_run) {
+      const double elapsed = seconds_since(t0);
+      eta = ", ETA " +
+            duration_text(elapsed / static_cast<double>(ran) * static_cast<double>(to_run - ran));
     }
+    write_line(progress, "[" + std::to_string(finished) + "/" + std::to_string(total) + "] " +
+                             describe(e.points[i]) + ": " + line + eta);
   };
 
   auto run_one = [&](size_t i) {
     const PointConfig& p = e.points[i];
+    if (!selected[i]) {
+      if (writer) rows->done(i, std::nullopt);
+      return;
+    }
     if (skip[i]) {
       if (writer)
         rows->done(i, skip[i] == 2 ? std::optional(results_row(summaries[i], e.axes)) : std::nullopt);
-      report(i, "already done, skipped");
+      report(i, "already done, skipped", false);
       return;
     }
     const auto start = std::chrono::steady_clock::now();
-    try {
-      PointOutput o = run_point(p, c, backends);
-      if (writer) {
-        store->write_point(p.id, o.files);
-        rows->done(i, results_row(o.summary, e.axes));
-        {
-          std::lock_guard<std::mutex> lock(mu);
-          summaries[i] = o.summary;
-        }
-        char wall[32];
-        std::snprintf(wall, sizeof wall, "%.2f s", seconds_since(start));
-        report(i, time_text(o.metrics.time_per_iteration_s) + "/iteration (compute " +
-                      time_text(o.metrics.compute_per_iteration_s) + ", exposed communication " +
-                      time_text(o.metrics.exposed_comm_per_iteration_s) + "), final loss " +
-                      loss_text(o.metrics.final_loss) + " [wall " + wall + "]");
-      }
-    } catch (const std::exception& err) {
-      // The point's row is not written, nor any later one: a rerun resumes here, in order.
+    // A line every progress_interval_s of wall time while a point runs: iteration k of N and the
+    // (simulated, or real) time of rank 0 so far.
+    auto last_line = start;
+    const IterationObserver observer = [&, start](const IterationRecord& rec) mutable {
+      if (!chatty || options.progress_interval_s <= 0) return;
+      const auto now = std::chrono::steady_clock::now();
+      if (std::chrono::duration<double>(now - last_line).count() < options.progress_interval_s) return;
+      last_line = now;
+      char wall[32];
+      std::snprintf(wall, sizeof wall, "%.0f s", seconds_since(start));
       std::lock_guard<std::mutex> lock(mu);
-      failures.push_back(
+      write_line(progress, "  " + p.id + ": iteration " + std::to_string(rec.iteration + 1) + " of " +
+                               std::to_string(p.schedule.iterations) + ", " +
+                               (backends.traits(p).virtual_time ? "simulated" : "elapsed") + " time " +
+                               to_string(rec.end) + " [wall " + wall + "]");
+    };
+    PointOutput o;
+    try {
+      o = run_point(p, c, backends, observer);
+    } catch (const std::exception& err) {
+      // The point failed: recorded (its summary.json and row say so) and the sweep goes on.
+      o = PointOutput{};
+      o.failure = PointFailure{
+          PointStatus::kFailed,
           std::string(dynamic_cast<const ConfigError*>(&err) ? "config error: " : "error: ") +
-          "point " + p.id + ": " + err.what());
-      if (chatty) write_line(progress, failures.back());
+              err.what(),
+          -1};
+      if (writer) {
+        o.summary = summary_json(p, o.metrics, &*o.failure);
+        o.files.emplace_back("summary.json", o.summary.dump(2) + "\n");
+      }
     }
+    if (!writer) return;
+    store->write_point(p.id, o.files);
+    rows->done(i, results_row(o.summary, e.axes));
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      summaries[i] = o.summary;
+      if (o.failure)
+        failures.push_back("point " + p.id + ": " + o.failure->error);  // "diverged: ...", "error: ..."
+    }
+    char wall[32];
+    std::snprintf(wall, sizeof wall, "%.2f s", seconds_since(start));
+    if (o.failure && o.failure->status == PointStatus::kFailed) {
+      report(i, "FAILED: " + o.failure->error + " [wall " + wall + "]", true);
+      return;
+    }
+    report(i,
+           std::string(o.failure ? "DIVERGED (" + o.failure->error + "); before it " : "") +
+               time_text(o.metrics.time_per_iteration_s) + "/iteration (compute " +
+               time_text(o.metrics.compute_per_iteration_s) + ", exposed communication " +
+               time_text(o.metrics.exposed_comm_per_iteration_s) + "), final loss " +
+               loss_text(o.metrics.final_loss) + " [wall " + wall + "]",
+           true);
   };
 
   const bool parallel = std::all_of(e.points.begin(), e.points.end(), [&](const PointConfig& p) {
     return backends.traits(p).virtual_time;
   });
   const int jobs = parallel ? std::max(1, std::min<int>(options.jobs, static_cast<int>(n))) : 1;
-  if (jobs == 1) {
-    for (size_t i = 0; i < n; ++i) {
+  // What cannot be recorded as a point's failure (the results folder cannot be written, say) stops the
+  // run: the first such error is rethrown once every worker has stopped.
+  std::exception_ptr fatal;
+  std::atomic<bool> stop{false};
+  auto run_guarded = [&](size_t i) {
+    try {
       run_one(i);
-      if (!failures.empty()) break;
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!fatal) fatal = std::current_exception();
+      stop = true;
     }
+  };
+  if (jobs == 1) {
+    for (size_t i = 0; i < n && !stop; ++i)
+      run_guarded(i);
   } else {
-    // Each simulation is independent: workers take the next point until none is left or one failed.
+    // Each simulation is independent: workers take the next point until none is left.
     std::atomic<size_t> next{0};
-    std::atomic<bool> stop{false};
     std::vector<std::thread> workers;
     for (int w = 0; w < jobs; ++w) {
       workers.emplace_back([&] {
-        for (size_t i = next++; i < n && !stop; i = next++) {
-          run_one(i);
-          std::lock_guard<std::mutex> lock(mu);
-          if (!failures.empty()) stop = true;
-        }
+        for (size_t i = next++; i < n && !stop; i = next++)
+          run_guarded(i);
       });
     }
     for (std::thread& t : workers)
       t.join();
   }
+  if (fatal) std::rethrow_exception(fatal);
 
   if (writer) {
-    out << e.name << ": " << n << " point" << (n == 1 ? "" : "s") << "\n";
+    size_t diverged = 0;
+    size_t failed = 0;
+    out << e.name << ": " << total << " point" << (total == 1 ? "" : "s");
+    if (total != n) out << " of " << n;
+    out << "\n";
     for (size_t i = 0; i < n; ++i) {
+      if (!selected[i]) continue;
       const Json& s = summaries[i];
       out << "  " << describe(e.points[i]) << "\n    ";
       if (s.is_null()) {
         out << "not run\n";
         continue;
+      }
+      const PointStatus status = summary_status(s);
+      if (status == PointStatus::kFailed) {
+        ++failed;
+        out << "failed: " << s.value("error", std::string()) << "\n";
+        continue;
+      }
+      if (status == PointStatus::kDiverged) {
+        ++diverged;
+        out << s.value("error", std::string()) << "; before it: ";
       }
       out << time_text(number_from(s.at("time_per_iteration_s"))) << "/iteration = compute "
           << time_text(number_from(s.at("compute_per_iteration_s"))) << " + exposed communication "
@@ -319,16 +502,22 @@ int run_experiment(const Experiment& e, const Components& c, Backends& backends,
           << loss_text(number_from(s.at("final_loss"))) << ", full loss "
           << loss_text(number_from(s.at("final_full_loss"))) << "\n";
     }
+    if (failed + diverged > 0) {
+      out << failed + diverged << " of " << total << " point" << (total == 1 ? "" : "s")
+          << " did not complete (" << failed << " failed, " << diverged
+          << " diverged); a rerun retries only those\n";
+    }
     out << "results: " << store->results_file().string() << std::endl;
     if (!options.quiet) {
       char wall[64];
       std::snprintf(wall, sizeof wall, "wall time %.2f s", seconds_since(t0));
       write_line(progress, wall);
     }
+    for (const std::string& f : failures)
+      if (!chatty) write_line(progress, f);
+    return static_cast<int>(failed + diverged);
   }
-  for (const std::string& f : failures)
-    if (!chatty && writer) write_line(progress, f);
-  return static_cast<int>(failures.size());
+  return 0;
 }
 
 void write_line(std::ostream& out, const std::string& line) {

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <optional>
 #include <string>
@@ -32,6 +33,12 @@ namespace bagua::experiments {
 struct RunOptions {
   int jobs = 1;        // simulated points run in parallel on this many threads
   bool quiet = false;  // no progress lines
+  // A folder of another experiment is moved aside (ExperimentDir) instead of refused.
+  bool fresh = false;
+  // While a point runs, a progress line at most this often (seconds of wall time); <= 0: none.
+  double progress_interval_s = 5;
+  // The points to run (--point, --where); empty: all. The folder still belongs to the whole experiment.
+  std::function<bool(const PointConfig&)> select;
 };
 
 // Everything a point's run produced on the writing process.
@@ -40,6 +47,7 @@ struct PointOutput {
   Json summary;
   // The point folder's files, in writing order (summary.json last).
   std::vector<std::pair<std::string, std::string>> files;
+  std::optional<PointFailure> failure;  // a diverged (or, from run_experiment, failed) point
 };
 
 // Makes the point's workload (a profile from its file, otherwise from the registry) for `world_size`
@@ -52,18 +60,29 @@ struct RanksRun {
   std::vector<TrainResult> ranks;
   double optimal_loss = 0;
   std::optional<RunReport> report;  // the world's, when its runtime models virtual time
+  // Set when a rank diverged (core/trainer/trainer.h Diverged): `ranks` then holds every rank's
+  // records as far as it got (in a job, only this process's rank), unequal in length.
+  std::optional<PointFailure> diverged;
 };
+// `observer` sees rank 0's records as they are made.
 RanksRun run_ranks(const PointConfig& point, const Components& c, Backends& backends,
-                   int64_t iterations = -1);
+                   int64_t iterations = -1, const IterationObserver& observer = {});
 
-// Runs one point and makes its files.
-PointOutput run_point(const PointConfig& point, const Components& c, Backends& backends);
+// Runs one point and makes its files. A diverged point is no exception: its output has `failure`
+// set, and metrics and iterations.csv for the iterations before the divergence (experiments/results.h).
+PointOutput run_point(const PointConfig& point, const Components& c, Backends& backends,
+                      const IterationObserver& observer = {});
 
 // The dry run described above. Throws ConfigError: "<message> (point p001-..., <swept values>)".
 void check_points(const Experiment& e, const Components& c, Backends& backends);
 
 // Runs the experiment into e.output_dir, resuming a previous run of it; prints progress (and the wall
-// time) on `progress` and a summary on `out`. Returns the number of points that failed.
+// time) on `progress` and a summary on `out`. A point that fails or diverges is recorded so (its
+// summary.json and row, experiments/results.h) and the other points run; a rerun runs again only the
+// points without an ok result. Returns the number of points that failed or diverged.
+//
+// Before any point runs, the writer claims e.output_dir for the experiment (ExperimentDir,
+// experiments/result_store.h: created, writable, locked, of this experiment's config hash).
 int run_experiment(const Experiment& e, const Components& c, Backends& backends,
                    const RunOptions& options, std::ostream& out, std::ostream& progress);
 

@@ -49,11 +49,29 @@ def read_point(folder):
     return summary, rows
 
 
+def default_title(points):
+    """The config's description, unless the sweep varies something: a description says what one
+    configuration is (\"100 Gbps between hosts\") and would be wrong for the other points; then the
+    experiment's name and what varies."""
+    first = points[0][0]
+    axes = list(dict.fromkeys(k for s, _ in points for k in s.get("swept", {})))
+    if not axes:
+        return first["config"].get("description", "")
+    parts = []
+    for a in axes:
+        values = list(dict.fromkeys(s["swept"][a] if isinstance(s["swept"].get(a), str)
+                                    else json.dumps(s["swept"].get(a)) for s, _ in points))
+        shown = ", ".join(values) if len(values) <= 4 else f"{values[0]} ... {values[-1]} ({len(values)} values)"
+        parts.append(f"{a} = {shown}")
+    return f"{first['config']['name']}: " + "; ".join(parts)
+
+
 def label(summary):
     name = summary["config"]["algorithm"]["name"]
     swept = [f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in summary.get("swept", {}).items()
              if k not in ("algorithm", "algorithm.name")]
-    return name + (f" ({', '.join(swept)})" if swept else "")
+    diverged = f" [diverged at {summary['diverged_at_iteration']}]" if summary.get("status") == "diverged" else ""
+    return name + (f" ({', '.join(swept)})" if swept else "") + diverged
 
 
 # ---- algorithms of the convergence suite: names, families, baselines ----------------------------------
@@ -316,7 +334,9 @@ def main():
     p.add_argument("--by-world", action="store_true", help="one figure per world size")
     p.add_argument("--families", action="store_true", help="one row of panels per family of algorithms")
     p.add_argument("--log-time", action="store_true", help="logarithmic time axis")
-    p.add_argument("--title", default=None, help="figure title (default: the experiment's description)")
+    p.add_argument("--title", default=None,
+                   help="figure title (default: the experiment's description; for a sweep, its name and what "
+                        "the sweep varies)")
     p.add_argument("--dpi", type=int, default=120)
     p.add_argument("--summary", default=None, help="write a markdown table of final losses against the baseline")
     p.add_argument("--curves", default=None, help="write the drawn full-loss curves as a compact CSV")
@@ -331,8 +351,22 @@ def main():
                      if not d.startswith(".") and os.path.isfile(os.path.join(points_dir, d, "summary.json")))
     if not folders:
         sys.exit(f"{args.results}: no completed point")
-    points = [read_point(f) for f in folders]
-    title = args.title if args.title is not None else points[0][0]["config"].get("description", "")
+    points = []
+    for f in folders:
+        with open(os.path.join(f, "summary.json")) as sf:
+            status = json.load(sf).get("status", "ok")
+        # A failed point has no curve; a diverged one is drawn up to its divergence.
+        if status == "failed" or not os.path.isfile(os.path.join(f, "iterations.csv")):
+            print(f"{f}: {status}, left out", file=sys.stderr)
+            continue
+        points.append(read_point(f))
+    if not points:
+        sys.exit(f"{args.results}: no point with a curve")
+    column = "full_loss" if (args.full or args.gap) else "loss"
+    if not any(number(r[column]) == number(r[column]) for _, rows in points for r in rows):
+        sys.exit(f"{args.results}: no {column.replace('_', ' ')} to plot (a profile workload has none: its "
+                 f"points have only times; plot them with scripts/plot_tradeoff.py {args.results}/results.csv)")
+    title = args.title if args.title is not None else default_title(points)
 
     if args.by_world:
         for w in sorted({s["world_size"] for s, _ in points}):

@@ -44,6 +44,7 @@ from matplotlib.patches import Patch  # noqa: E402
 # results.csv: point, <one column per sweep axis>, then these fixed columns.
 FIXED = ["runtime", "world_size", "algorithm_name", "time_per_iteration_s", "compute_per_iteration_s",
          "exposed_comm_per_iteration_s", "final_loss", "final_full_loss", "samples_per_s"]
+STATUS = ["status", "error"]
 
 BANDWIDTH_UNITS = {
     "bps": 1 / 8, "Kbps": 1e3 / 8, "kbps": 1e3 / 8, "Mbps": 1e6 / 8, "Gbps": 1e9 / 8, "Tbps": 1e12 / 8,
@@ -77,16 +78,25 @@ def read_results(path):
     if not rows:
         sys.exit(f"{path}: empty")
     header = rows[0]
-    if header[0] != "point" or header[-len(FIXED):] != FIXED:
+    # Since points have a status, two more columns: status, error. Only ok points are drawn.
+    status = header[-2:] == STATUS
+    fixed_header = header[:-2] if status else header
+    if fixed_header[0] != "point" or fixed_header[-len(FIXED):] != FIXED:
         sys.exit(f"{path}: not a bagua results.csv (header {header})")
-    axes = header[1:-len(FIXED)]
+    axes = fixed_header[1:-len(FIXED)]
     points = []
+    skipped = 0
     for r in rows[1:]:
         if len(r) != len(header):
             continue  # a torn line
+        if status and r[-2] != "ok":
+            skipped += 1
+            continue
         swept = dict(zip(axes, r[1:1 + len(axes)]))
         fixed = dict(zip(FIXED, r[1 + len(axes):]))
         points.append((swept, fixed))
+    if skipped:
+        print(f"{path}: {skipped} point(s) not ok (failed or diverged) left out", file=sys.stderr)
     if not points:
         sys.exit(f"{path}: no rows")
     return axes, points

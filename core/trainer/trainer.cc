@@ -55,10 +55,23 @@ void check_layers(const Model& model) {
   BAGUA_CHECK_EQ(next, model.num_params(), "layers must cover every parameter");
 }
 
+std::string diverged_text(int rank, int64_t iteration, const char* which, double value) {
+  return std::string(which) + " " +
+         (std::isnan(value) ? "nan"
+          : value > 0       ? "inf"
+                            : "-inf") +
+         " at iteration " + std::to_string(iteration) + " on rank " + std::to_string(rank);
+}
+
 }  // namespace
 
+Diverged::Diverged(int rank, int64_t iteration, const char* which, double value)
+    : std::runtime_error("diverged: " + diverged_text(rank, iteration, which, value)),
+      rank_(rank),
+      iteration_(iteration) {}
+
 TrainResult train(RankContext& ctx, Model& model, Optimizer& optimizer, Algorithm& algorithm,
-                  const TrainOptions& options) {
+                  const TrainOptions& options, const IterationObserver& observer) {
   check_layers(model);
   const std::vector<Layer>& layers = model.layers();
   Clock& clock = ctx.clock();
@@ -155,16 +168,30 @@ TrainResult train(RankContext& ctx, Model& model, Optimizer& optimizer, Algorith
     rec.end = clock.now();
 
     const bool last = step + 1 == options.iterations;
-    if (!last && options.eval_interval > 0 && (step + 1) % options.eval_interval == 0)
-      rec.full_loss = full_loss();
+    const bool evaluate =
+        last || (options.eval_interval > 0 && (step + 1) % options.eval_interval == 0);
+    if (last) {
+      // Drain background communication (asynchronous algorithms) before the final evaluation.
+      algorithm.finish(state);
+      comm->synchronize();
+      result.finish = clock.now();
+    }
+    if (evaluate) rec.full_loss = full_loss();
     result.iterations.push_back(rec);
+    if (observer) observer(rec);
+    if (model.materialized()) {
+      if (!std::isfinite(rec.loss)) throw Diverged(result.rank, step, "loss", rec.loss);
+      // A NaN full loss is a model without one (Model::full_loss); an infinite one has diverged.
+      if (evaluate && std::isinf(rec.full_loss))
+        throw Diverged(result.rank, step, "full loss", rec.full_loss);
+    }
   }
 
-  // Drain background communication (asynchronous algorithms) before the final evaluation.
-  algorithm.finish(state);
-  comm->synchronize();
-  result.finish = clock.now();
-  if (!result.iterations.empty()) result.iterations.back().full_loss = full_loss();
+  if (result.iterations.empty()) {
+    algorithm.finish(state);
+    comm->synchronize();
+    result.finish = clock.now();
+  }
   return result;
 }
 

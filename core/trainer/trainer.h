@@ -10,7 +10,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "core/algorithms/algorithm.h"
@@ -29,6 +32,13 @@ struct TrainOptions {
   bool overlap = true;
 };
 
+struct IterationRecord;
+
+// Called on the rank's compute stream after each iteration's record is complete (its full loss too,
+// when evaluated), before the divergence check; may be empty. For progress lines and for keeping the
+// records of a run that stops early.
+using IterationObserver = std::function<void(const IterationRecord&)>;
+
 struct IterationRecord {
   int64_t iteration = 0;
   Time begin;
@@ -44,7 +54,23 @@ struct TrainResult {
   Time finish;  // when finish() returned
 };
 
+// Divergence: a materialized model's batch loss that is NaN or infinite, or its full loss where
+// evaluated that is infinite (NaN there: the model has none). The rank that sees it stops training by
+// throwing Diverged from train(): no further iteration runs on it, and its world ends the run on every
+// rank (the simulator reports the earliest failure in (virtual time, rank) order: deterministic).
+// Profile workloads have no loss (NaN by design) and never diverge.
+class Diverged : public std::runtime_error {
+ public:
+  Diverged(int rank, int64_t iteration, const char* which, double value);
+  int rank() const { return rank_; }
+  int64_t iteration() const { return iteration_; }
+
+ private:
+  int rank_;
+  int64_t iteration_;
+};
+
 TrainResult train(RankContext& ctx, Model& model, Optimizer& optimizer, Algorithm& algorithm,
-                  const TrainOptions& options);
+                  const TrainOptions& options, const IterationObserver& observer = {});
 
 }  // namespace bagua

@@ -133,7 +133,8 @@ TEST_F(Cli, SameConfigTwiceGivesIdenticalFiles) {
   ASSERT_EQ(bagua(b).exit_code, 0);
   const auto files_a = snapshot(dir_ / "a");
   const auto files_b = snapshot(dir_ / "b");
-  ASSERT_EQ(files_a.size(), 6u);  // results.csv; iterations, links, ranks, summary, trace
+  // experiment.json, results.csv; iterations, links, ranks, summary, trace
+  ASSERT_EQ(files_a.size(), 7u);
   EXPECT_TRUE(files_a == files_b);
 }
 

@@ -106,5 +106,41 @@ TEST_F(ResultStoreTest, AFileInTheWayIsAConfigError) {
   EXPECT_THROW(ResultStore(dir_, header_), ConfigError);
 }
 
+// With statuses: the header ends in status, error.
+const std::vector<std::string> kWithStatus = {"point", "x", "value", "status", "error"};
+
+TEST_F(ResultStoreTest, ARowNotOkIsReplacedInPlaceWhenItsPointRunsAgain) {
+  {
+    ResultStore store(dir_, kWithStatus);
+    store.append_row({"p0", "1", "10", "ok", ""});
+    store.append_row({"p1", "2", "", "failed", "error: boom, at step 3"});  // quoted: a comma
+    store.append_row({"p2", "3", "30", "diverged", "diverged: loss inf at iteration 4 on rank 0"});
+  }
+  ResultStore store(dir_, kWithStatus);
+  EXPECT_EQ(store.row_status("p1"), "failed");
+  EXPECT_EQ(store.row_status("p2"), "diverged");
+  EXPECT_FALSE(store.row_status("p3").has_value());
+  EXPECT_EQ(store.rows_with_status("ok"), std::vector<std::string>({"p0"}));
+  EXPECT_EQ(store.rows_with_status("ok", /*negate=*/true), std::vector<std::string>({"p1", "p2"}));
+  store.append_row({"p0", "1", "99", "ok", ""});  // an ok row is never written twice
+  store.append_row({"p1", "2", "20", "ok", ""});
+  EXPECT_EQ(read_file(dir_ / "results.csv"),
+            "point,x,value,status,error\np0,1,10,ok,\np1,2,20,ok,\n"
+            "p2,3,30,diverged,diverged: loss inf at iteration 4 on rank 0\n");
+  EXPECT_EQ(store.row_status("p1"), "ok");
+  EXPECT_FALSE(fs::exists(dir_ / "results.csv.tmp"));
+}
+
+TEST_F(ResultStoreTest, AResultsFileWithoutStatusesKeepsItsColumns) {
+  write_file(dir_ / "results.csv", "point,x,value\np0,1,10\n");
+  ResultStore store(dir_, kWithStatus);
+  EXPECT_EQ(store.row_status("p0"), "ok");
+  store.append_row({"p2", "3", "", "failed", "error: boom"});  // no row: it could never be replaced
+  EXPECT_FALSE(store.row_status("p2").has_value());
+  store.append_row({"p1", "2", "20", "ok", ""});
+  store.append_row({"p2", "3", "30", "ok", ""});  // its rerun
+  EXPECT_EQ(read_file(dir_ / "results.csv"), "point,x,value\np0,1,10\np1,2,20\np2,3,30\n");
+}
+
 }  // namespace
 }  // namespace bagua::experiments

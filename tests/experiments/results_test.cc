@@ -99,10 +99,10 @@ TEST(Results, RowComesFromTheSummaryAlone) {
   EXPECT_EQ(csv_line(results_header(e.axes)),
             "point,cluster.nic.bandwidth,seed,runtime,world_size,algorithm_name,time_per_iteration_s,"
             "compute_per_iteration_s,exposed_comm_per_iteration_s,final_loss,final_full_loss,samples_"
-            "per_s\n");
+            "per_s,status,error\n");
   EXPECT_EQ(csv_line(results_row(summary, e.axes)),
             p.id + ",10 Gbps,3,sim,2,toy_allreduce,0.012,0.006,0.006,0.75,0.625," +
-                shortest(16 / 0.012) + "\n");
+                shortest(16 / 0.012) + ",ok,\n");
   EXPECT_TRUE(summary["optimal_loss"].is_null());
   EXPECT_TRUE(is_summary_of(reread, p.id));
   EXPECT_FALSE(is_summary_of(reread, "p001-00000000"));

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <mutex>
 #include <numeric>
 #include <string>
@@ -207,6 +209,94 @@ TEST(Trainer, OverlapHidesCommunicationBehindBackwardExactly) {
     }
     EXPECT_EQ(result.iterations[1].begin, result.iterations[0].end);
   }
+}
+
+// The quadratic model with its batch loss replaced at one step (`bad_step`, value `bad`), and its full
+// loss `full` (NaN: it has none).
+class BadLossModel final : public Model {
+ public:
+  BadLossModel(int rank, int64_t bad_step, double bad, double full, bool materialized)
+      : inner_(rank, {2, 2}, Time::us(1), Time::us(1), nullptr),
+        bad_step_(bad_step),
+        bad_(bad),
+        full_(full),
+        materialized_(materialized) {}
+  const std::vector<Layer>& layers() const override { return inner_.layers(); }
+  size_t num_params() const override { return inner_.num_params(); }
+  bool materialized() const override { return materialized_; }
+  void init_weights(const BufferView& w) const override { inner_.init_weights(w); }
+  double forward_backward(const BufferView& w, const BufferView& g, int64_t step,
+                          const std::function<void(int)>& ready) override {
+    ++calls;
+    if (!materialized_) {
+      for (int l = static_cast<int>(layers().size()) - 1; l >= 0; --l)
+        ready(l);
+      return std::nan("");  // a profile: no loss
+    }
+    const double loss = inner_.forward_backward(w, g, step, ready);
+    return step == bad_step_ ? bad_ : loss;
+  }
+  double full_loss(const BufferView&) const override { return full_; }
+
+  int calls = 0;
+
+ private:
+  QuadraticModel inner_;
+  int64_t bad_step_;
+  double bad_;
+  double full_;
+  bool materialized_;
+};
+
+TEST(Trainer, ANonFiniteLossStopsTrainingAtItsIteration) {
+  for (const double bad : {std::numeric_limits<double>::infinity(), std::nan("")}) {
+    testing::run_ranks(testing::Backend::kSim, 1, [&](RankContext& ctx) {
+      BadLossModel model(0, /*bad_step=*/3, bad, /*full=*/std::nan(""), /*materialized=*/true);
+      PlainSgd sgd(0.1);
+      std::vector<std::string> log;
+      RecordingAlgorithm alg(&log, Time::zero());
+      TrainOptions opt;
+      opt.iterations = 10;
+      std::vector<int64_t> seen;
+      try {
+        train(ctx, model, sgd, alg, opt,
+              [&](const IterationRecord& r) { seen.push_back(r.iteration); });
+        ADD_FAILURE() << "no divergence";
+      } catch (const Diverged& d) {
+        EXPECT_EQ(d.iteration(), 3);
+        EXPECT_EQ(d.rank(), 0);
+        EXPECT_EQ(std::string(d.what()), std::string("diverged: loss ") +
+                                             (std::isnan(bad) ? "nan" : "inf") +
+                                             " at iteration 3 on rank 0");
+      }
+      EXPECT_EQ(model.calls, 4);  // iterations 0..3, none after
+      EXPECT_EQ(seen, std::vector<int64_t>({0, 1, 2, 3}));
+    });
+  }
+}
+
+TEST(Trainer, AnInfiniteFullLossDivergesAMissingOneAndAProfileDoNot) {
+  testing::run_ranks(testing::Backend::kSim, 1, [&](RankContext& ctx) {
+    PlainSgd sgd(0.1);
+    std::vector<std::string> log;
+    RecordingAlgorithm alg(&log, Time::zero());
+    TrainOptions opt;
+    opt.iterations = 6;
+    opt.eval_interval = 2;  // evaluated after iterations 1, 3 and 5 (the last)
+    BadLossModel infinite(0, -1, 0, std::numeric_limits<double>::infinity(), true);
+    try {
+      train(ctx, infinite, sgd, alg, opt);
+      ADD_FAILURE() << "no divergence";
+    } catch (const Diverged& d) {
+      EXPECT_EQ(d.iteration(), 1);  // the first evaluation
+      EXPECT_EQ(std::string(d.what()), "diverged: full loss inf at iteration 1 on rank 0");
+    }
+    // A model without a full loss (NaN) trains to the end; so does a profile (no batch loss either).
+    BadLossModel none(0, -1, 0, std::nan(""), true);
+    EXPECT_EQ(train(ctx, none, sgd, alg, opt).iterations.size(), 6u);
+    BadLossModel profile(0, -1, 0, std::nan(""), false);
+    EXPECT_EQ(train(ctx, profile, sgd, alg, opt).iterations.size(), 6u);
+  });
 }
 
 }  // namespace
