@@ -242,7 +242,12 @@ int run_experiment(const Experiment& e, const Components& c, Backends& backends,
     }
   };
 
-  auto run_one = [&](size_t i) {
+  const bool parallel = std::all_of(e.points.begin(), e.points.end(), [&](const PointConfig& p) {
+    return backends.traits(p).virtual_time;
+  });
+  PointExecutor* executor = parallel ? options.executor : nullptr;
+
+  auto run_one = [&](int lane, size_t i) {
     const PointConfig& p = e.points[i];
     if (skip[i]) {
       if (writer)
@@ -252,7 +257,7 @@ int run_experiment(const Experiment& e, const Components& c, Backends& backends,
     }
     const auto start = std::chrono::steady_clock::now();
     try {
-      PointOutput o = run_point(p, c, backends);
+      PointOutput o = executor ? executor->run(lane, p) : run_point(p, c, backends);
       if (writer) {
         store->write_point(p.id, o.files);
         rows->done(i, results_row(o.summary, e.axes));
@@ -277,13 +282,11 @@ int run_experiment(const Experiment& e, const Components& c, Backends& backends,
     }
   };
 
-  const bool parallel = std::all_of(e.points.begin(), e.points.end(), [&](const PointConfig& p) {
-    return backends.traits(p).virtual_time;
-  });
-  const int jobs = parallel ? std::max(1, std::min<int>(options.jobs, static_cast<int>(n))) : 1;
+  const int lanes = executor ? executor->lanes() : parallel ? options.jobs : 1;
+  const int jobs = std::max(1, std::min<int>(lanes, static_cast<int>(n)));
   if (jobs == 1) {
     for (size_t i = 0; i < n; ++i) {
-      run_one(i);
+      run_one(0, i);
       if (!failures.empty()) break;
     }
   } else {
@@ -292,9 +295,9 @@ int run_experiment(const Experiment& e, const Components& c, Backends& backends,
     std::atomic<bool> stop{false};
     std::vector<std::thread> workers;
     for (int w = 0; w < jobs; ++w) {
-      workers.emplace_back([&] {
+      workers.emplace_back([&, w] {
         for (size_t i = next++; i < n && !stop; i = next++) {
-          run_one(i);
+          run_one(w, i);
           std::lock_guard<std::mutex> lock(mu);
           if (!failures.empty()) stop = true;
         }
