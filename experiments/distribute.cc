@@ -23,11 +23,8 @@ constexpr int lane_tag(int lane) {
   return kFirstLaneTag + lane;
 }
 
-// An order's first field: a point's sweep index (>= 0), or kStop followed by rank 0's outcome.
+// An order's first field: a point's sweep index (>= 0), or kStop.
 constexpr int64_t kStop = -1;
-// The outcome of a stop order: the number of failed points, or one of these.
-constexpr int64_t kOutcomeConfigError = -1;  // rank 0 refused the config (exit status 2)
-constexpr int64_t kOutcomeError = -2;        // rank 0 failed otherwise (exit status 1)
 
 // An answer's first byte.
 enum class AnswerKind : uint8_t { kOutput = 0, kConfigError = 1, kError = 2 };
@@ -147,10 +144,9 @@ std::vector<uint8_t> encode_order(const PointConfig& point) {
   return std::move(w.bytes());
 }
 
-std::vector<uint8_t> encode_stop(int64_t outcome) {
+std::vector<uint8_t> encode_stop() {
   Writer w;
   w.put<int64_t>(kStop);
-  w.put<int64_t>(outcome);
   return std::move(w.bytes());
 }
 
@@ -180,18 +176,18 @@ class Farm final : public PointExecutor {
   }
   Farm(const Farm&) = delete;
   Farm& operator=(const Farm&) = delete;
-  // Stops every worker's lanes (once) with rank 0's outcome.
-  void stop(int64_t outcome) {
+  // Stops every worker's lanes (once).
+  void stop() {
     if (stopped_) return;
     stopped_ = true;
-    const std::vector<uint8_t> order = encode_stop(outcome);
+    const std::vector<uint8_t> order = encode_stop();
     for (const RemoteLane& l : remote_)
       channel_.send(order, l.worker, lane_tag(l.lane));
   }
   // A farm dropped without stop() (rank 0 failed unexpectedly) still lets its workers go.
   ~Farm() override {
     try {
-      stop(kOutcomeError);
+      stop();
     } catch (...) {
     }
   }
@@ -227,10 +223,9 @@ class Farm final : public PointExecutor {
   bool stopped_ = false;
 };
 
-// A worker: `lanes` threads, each running the points its orders name until a stop order. Returns rank
-// 0's outcome (the stop order's).
-int64_t serve(const Experiment& e, const Components& c, Backends& backends, JobChannel& channel,
-              int lanes) {
+// A worker: `lanes` threads, each running the points its orders name until a stop order.
+void serve(const Experiment& e, const Components& c, Backends& backends, JobChannel& channel,
+           int lanes) {
   std::map<int64_t, const PointConfig*> by_index;
   for (const PointConfig& p : e.points)
     by_index[p.index] = &p;
@@ -238,7 +233,6 @@ int64_t serve(const Experiment& e, const Components& c, Backends& backends, JobC
   hello.put<int64_t>(lanes);
   channel.send(hello.bytes(), 0, kHelloTag);
 
-  std::vector<int64_t> outcome(static_cast<size_t>(lanes), kOutcomeConfigError);
   std::vector<std::thread> threads;
   for (int lane = 0; lane < lanes; ++lane) {
     threads.emplace_back([&, lane] {
@@ -246,10 +240,7 @@ int64_t serve(const Experiment& e, const Components& c, Backends& backends, JobC
         const std::vector<uint8_t> order = channel.receive(0, lane_tag(lane));
         Reader r(order);
         const int64_t index = r.take<int64_t>();
-        if (index == kStop) {
-          outcome[static_cast<size_t>(lane)] = r.take<int64_t>();
-          return;
-        }
+        if (index == kStop) return;
         const std::string id = r.take_text();
         std::vector<uint8_t> answer;
         const auto it = by_index.find(index);
@@ -272,7 +263,6 @@ int64_t serve(const Experiment& e, const Components& c, Backends& backends, JobC
   }
   for (std::thread& t : threads)
     t.join();
-  return outcome.front();
 }
 
 }  // namespace
@@ -304,10 +294,8 @@ SpreadOutcome run_spread(const Experiment& e, const Components& c, Backends& bac
                          std::ostream& progress) {
   const int lanes = std::max(1, options.jobs);
   if (channel.rank() != 0) {
-    const int64_t outcome = serve(e, c, backends, channel, lanes);
-    if (outcome == kOutcomeConfigError) return {0, std::string("refused on rank 0")};
-    if (outcome == kOutcomeError) return {1, std::nullopt};
-    return {static_cast<int>(outcome), std::nullopt};
+    serve(e, c, backends, channel, lanes);
+    return {};
   }
   Farm farm(c, backends, channel, lanes);
   if (!options.quiet) {
@@ -319,10 +307,10 @@ SpreadOutcome run_spread(const Experiment& e, const Components& c, Backends& bac
   farmed.executor = &farm;
   try {
     const int failed = run_experiment(e, c, backends, farmed, out, progress);
-    farm.stop(failed);
+    farm.stop();
     return {failed, std::nullopt};
   } catch (const ConfigError& err) {
-    farm.stop(kOutcomeConfigError);
+    farm.stop();
     return {0, std::string(err.what())};
   }
 }

@@ -10,7 +10,7 @@
 //           threads (the farm's lane for it only sends the order and waits for the answer); the
 //           runner takes the next point on whichever lane is free, so long and short points balance
 //   order   a point's sweep index and id, from the farm to one lane of a worker; a stop order ends
-//           the lane and carries rank 0's outcome (failed points, or a config error)
+//           the lane
 //   answer  the point's output (metrics, summary, files) or its error, from the lane back to rank 0
 //
 // When: this process was started by a launcher (mpirun; or srun with PMIx) for a job of two processes
@@ -44,8 +44,10 @@ namespace bagua::experiments {
 // under a job of several processes.
 bool spread_over_job(const Experiment& e, const RuntimeRegistry& runtimes);
 
-// How `bagua run` went: the number of failed points, or a config error's message (the process exits
-// with the config-error status; only rank 0 prints it).
+// How `bagua run` went on this process: the number of failed points, or a config error's message.
+// Workers end with nothing to report (status 0) once rank 0 stops them: the job's exit status is rank
+// 0's (mpirun returns a process's non-zero status), and a worker ending non-zero first would make
+// mpirun abort rank 0 before it prints its last lines.
 struct SpreadOutcome {
   int failed = 0;
   std::optional<std::string> config_error;
@@ -53,7 +55,7 @@ struct SpreadOutcome {
 
 // Runs `e` over the job `channel` belongs to: run_experiment() with a farm as its executor on rank 0
 // (`options.jobs` lanes of its own), workers serving their lanes until rank 0's stop order (`options.jobs`
-// lanes each). Every process returns rank 0's outcome.
+// lanes each).
 SpreadOutcome run_spread(const Experiment& e, const Components& c, Backends& backends,
                          const RunOptions& options, JobChannel& channel, std::ostream& out,
                          std::ostream& progress);
