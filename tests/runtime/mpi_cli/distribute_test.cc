@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -98,15 +99,33 @@ class Distribute : public bagua::testing::ScratchDirTest {
     return run_command(BAGUA_SOURCE_DIR, ranks > 0 ? launcher(ranks) : "", args, dir_);
   }
 
-  // The reference: the sweep run by one process alone, one point at a time.
-  std::map<std::string, std::string> alone(std::vector<std::string> extra = {}) const {
-    extra.insert(extra.end(), {"--jobs", "1", "--quiet"});
+  // The reference: the sweep run by one process alone, one point at a time; its progress lines in
+  // alone_progress_.
+  std::map<std::string, std::string> alone(std::vector<std::string> extra = {}) {
+    extra.insert(extra.end(), {"--jobs", "1"});
     const Result r = run(0, dir_ / "alone", extra);
     EXPECT_EQ(r.exit_code, 0) << r.err;
+    alone_progress_ = point_lines(r.err);
     const std::map<std::string, std::string> files = results_of(dir_ / "alone");
     EXPECT_EQ(files.size(), 1u + 4u * kPoints) << "results.csv and 4 files per point";
     return files;
   }
+
+  // Each point's progress line without its count ("[3/12] ") and wall time (" [wall 0.12 s]"),
+  // sorted: what rank 0 prints of a point a worker ran is what a process alone prints of it.
+  static std::vector<std::string> point_lines(const std::string& err) {
+    std::vector<std::string> points;
+    for (const std::string& line : lines_of(err)) {
+      if (line.empty() || line[0] != '[') continue;
+      const size_t start = line.find("] ");
+      const size_t wall = line.rfind(" [wall ");
+      points.push_back(line.substr(start + 2, wall == std::string::npos ? wall : wall - start - 2));
+    }
+    std::sort(points.begin(), points.end());
+    return points;
+  }
+
+  std::vector<std::string> alone_progress_;
 };
 
 // 2, 3 and 4 processes (the 2-process run with --jobs' default: this node's cores shared among the
@@ -115,6 +134,7 @@ class Distribute : public bagua::testing::ScratchDirTest {
 // nothing.
 TEST_F(Distribute, TwoToFourProcessesWriteWhatOneProcessWrites) {
   const std::map<std::string, std::string> want = alone();
+  ASSERT_EQ(alone_progress_.size(), static_cast<size_t>(kPoints));
   for (int ranks : {2, 3, 4}) {
     SCOPED_TRACE(std::to_string(ranks) + " processes");
     const fs::path out = dir_ / ("np" + std::to_string(ranks));
@@ -133,6 +153,7 @@ TEST_F(Distribute, TwoToFourProcessesWriteWhatOneProcessWrites) {
           << r.err;
     EXPECT_EQ(count_of(r.out, "quickstart: " + std::to_string(kPoints) + " points\n"), 1u) << r.out;
     EXPECT_EQ(count_of(r.out, "results: "), 1u) << r.out;
+    EXPECT_EQ(point_lines(r.err), alone_progress_);
   }
   const Result again = run(3, dir_ / "np3", {"--jobs", "1"});
   ASSERT_EQ(again.exit_code, 0) << again.err;
@@ -218,7 +239,9 @@ TEST_F(Distribute, AKilledWorkerLosesOnlyThePointsInFlightAndTheRerunCompletes) 
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  if (!exited) ASSERT_EQ(waitpid(mpirun, &status, 0), mpirun);
+  if (!exited) {
+    ASSERT_EQ(waitpid(mpirun, &status, 0), mpirun);
+  }
   ASSERT_NE(victim, 0) << "the sweep ended before a worker could be killed:\n"
                        << read_file(dir_ / "killed.err");
   const size_t written = folders_in(out / "points");
