@@ -37,7 +37,7 @@ using Result = bagua::testing::CommandResult;
 
 const char* kConfig = "configs/quickstart.json";
 
-// 4 algorithms x 3 bandwidths: 12 points of unequal length (the decentralized ones send more messages).
+// 4 algorithms x 3 bandwidths: 12 points of unequal length (by algorithm).
 const char* kSweep =
     R"(sweep={"axes": {"algorithm": [{"name": "gradient_allreduce"}, {"name": "bytegrad"},
                                       {"name": "decentralized", "peer_selection_mode": "ring"},
