@@ -296,4 +296,25 @@ TEST_F(Distribute, AConfigErrorOfTheDryRunEndsEveryProcess) {
   EXPECT_FALSE(fs::exists(dir_ / "job"));
 }
 
+// "threads" points measure this machine in real time inside one process: under a job of 2 processes
+// both would run the whole sweep into one folder at once. Refused before anything runs, one line.
+TEST_F(Distribute, ThreadsPointsUnderAJobOfSeveralProcessesAreRefused) {
+  // A sweep of seeds: a network axis on a real runtime may be refused on its own grounds.
+  const Result job = run(2, dir_ / "job",
+                         {"--set", "runtime=threads", "--set", R"(sweep={"axes": {"seed": [1, 2]}})"});
+  EXPECT_EQ(job.exit_code, 2) << job.err;
+  size_t ours = 0;
+  for (const std::string& l : lines_of(job.err)) {
+    if (l.rfind("config error:", 0) == 0 || l.rfind("error:", 0) == 0 || l.rfind("rank ", 0) == 0) {
+      ++ours;
+      EXPECT_EQ(l,
+                "config error: runtime: \"threads\" runs every rank in one process, in real time: "
+                "under mpirun each process would run the whole sweep; run bagua alone, or use "
+                "\"mpi\"");
+    }
+  }
+  EXPECT_EQ(ours, 1u) << job.err;
+  EXPECT_FALSE(fs::exists(dir_ / "job"));
+}
+
 }  // namespace
