@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <functional>
 #include <iostream>
+#include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -12,9 +14,11 @@
 #include "experiments/calibrate.h"
 #include "experiments/components.h"
 #include "experiments/config.h"
+#include "experiments/distribute.h"
 #include "experiments/quantity.h"
 #include "experiments/recommend.h"
 #include "experiments/runner.h"
+#include "experiments/shards.h"
 
 namespace bagua::experiments {
 
@@ -70,6 +74,7 @@ struct RunArgs {
   std::string out;
   int jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   bool quiet = false;
+  std::string shard;  // "K/N" (experiments/shards.h)
 };
 
 void add_config_args(CLI::App* cmd, RunArgs& args) {
@@ -199,6 +204,13 @@ int run_cli(int argc, char** argv) {
   run->add_flag("--fresh", run_args.fresh,
                 "when the results folder holds another experiment's results, move it aside to "
                 "DIR.old-<UTC time> and start afresh (without: refused)");
+  run->add_option("--shard", run_args.shard,
+                  "run shard K of N (1 <= K <= N: every N-th point) into DIR/shards/K-of-N; default "
+                  "from SLURM_ARRAY_TASK_ID in a Slurm array job; bagua merge DIR joins the parts");
+  std::string merge_dir;
+  CLI::App* merge = app.add_subcommand(
+      "merge", "join the parts that `bagua run --shard K/N` wrote into DIR's results");
+  merge->add_option("dir", merge_dir, "the results folder holding shards/")->required();
   RunArgs validate_args;
   CLI::App* validate =
       app.add_subcommand("validate", "check a config (and that its components accept its worlds)");
@@ -297,17 +309,48 @@ int run_cli(int argc, char** argv) {
       }
       return 0;
     }
+    if (app.got_subcommand("merge")) {
+      merge_parts(merge_dir, std::cout);
+      return 0;
+    }
     LoadOptions options;
     options.sets = run_args.sets;
     if (!run_args.out.empty()) options.out_dir = run_args.out;
-    const Experiment e = load_experiment(run_args.config, options, *components);
+    const Experiment whole = load_experiment(run_args.config, options, *components);
+    const std::optional<Shard> shard =
+        run_args.shard.empty() ? shard_from_slurm() : std::optional(parse_shard(run_args.shard));
+    const Experiment e = shard ? shard_of(whole, *shard) : whole;
     RunOptions run_options;
     run_options.jobs = run_args.jobs;
     run_options.quiet = run_args.quiet;
     run_options.fresh = run_args.fresh;
     run_options.progress_interval_s = run_args.progress_interval_s;
     run_options.select = point_selection(e, run_args.points, run_args.wheres);
-    const int failed = run_experiment(e, *components, backends, run_options, std::cout, std::cerr);
+    if (shard && !shard->whole() && !run_args.quiet && may_print) {
+      write_line(std::cerr, "shard " + std::to_string(shard->index) + "/" +
+                                std::to_string(shard->count) +
+                                (run_args.shard.empty() ? " (Slurm array)" : "") + ": " +
+                                std::to_string(e.points.size()) + " of " +
+                                std::to_string(whole.points.size()) + " points, into " + e.output_dir);
+    }
+    int failed = 0;
+    std::unique_ptr<JobChannel> channel;
+    if (!e.points.empty() && spread_over_job(e, components->runtimes)) {
+      channel = make_job_channel(&argc, &argv);
+      if (channel->size() == 1) channel.reset();
+    }
+    if (channel) {
+      // Under mpirun: rank 0 writes, every process runs points (experiments/distribute.h).
+      if (run->count("--jobs") == 0) run_options.jobs = default_jobs_in_job(*channel);
+      const SpreadOutcome outcome =
+          run_spread(e, *components, backends, run_options, *channel, std::cout, std::cerr);
+      if (outcome.config_error) throw ConfigError(*outcome.config_error);
+      failed = outcome.failed;
+    } else if (!e.points.empty()) {
+      failed = run_experiment(e, *components, backends, run_options, std::cout, std::cerr);
+    }
+    const bool writer = channel ? channel->rank() == 0 : backends.is_writer() && may_print;
+    if (shard && !shard->whole() && writer) write_part(whole, *shard);
     return failed == 0 ? 0 : kExitPointFailed;
   } catch (const ConfigError& e) {
     if (may_print) write_line(std::cerr, std::string("config error: ") + e.what());

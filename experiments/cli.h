@@ -1,8 +1,12 @@
 // The `bagua` command line.
 //
-//   bagua run CONFIG [--set dotted.path=value ...] [--out DIR] [--jobs N] [--quiet]
+//   bagua run CONFIG [--set dotted.path=value ...] [--out DIR] [--jobs N] [--quiet] [--shard K/N]
+//   bagua merge DIR
 //   bagua validate CONFIG [--set dotted.path=value ...]
 //   bagua list
+//
+// Under mpirun, a sweep of simulated points is spread over the job's processes
+// (experiments/distribute.h); --shard and merge serve job arrays (experiments/shards.h).
 //
 // Exit status: 0 success; 1 a point failed while running; 2 the config is invalid (nothing was
 // written: one line "config error: PATH: message" on stderr); CLI11's own codes for a bad command line.

@@ -368,7 +368,12 @@ int run_experiment(const Experiment& e, const Components& c, Backends& backends,
                              describe(e.points[i]) + ": " + line + eta);
   };
 
-  auto run_one = [&](size_t i) {
+  const bool parallel = std::all_of(e.points.begin(), e.points.end(), [&](const PointConfig& p) {
+    return backends.traits(p).virtual_time;
+  });
+  PointExecutor* executor = parallel ? options.executor : nullptr;
+
+  auto run_one = [&](int lane, size_t i) {
     const PointConfig& p = e.points[i];
     if (!selected[i]) {
       if (writer) rows->done(i, std::nullopt);
@@ -399,7 +404,7 @@ int run_experiment(const Experiment& e, const Components& c, Backends& backends,
     };
     PointOutput o;
     try {
-      o = run_point(p, c, backends, observer);
+      o = executor ? executor->run(lane, p) : run_point(p, c, backends, observer);
     } catch (const std::exception& err) {
       // The point failed: recorded (its summary.json and row say so) and the sweep goes on.
       o = PointOutput{};
@@ -437,17 +442,15 @@ int run_experiment(const Experiment& e, const Components& c, Backends& backends,
            true);
   };
 
-  const bool parallel = std::all_of(e.points.begin(), e.points.end(), [&](const PointConfig& p) {
-    return backends.traits(p).virtual_time;
-  });
-  const int jobs = parallel ? std::max(1, std::min<int>(options.jobs, static_cast<int>(n))) : 1;
+  const int lanes = executor ? executor->lanes() : parallel ? options.jobs : 1;
+  const int jobs = std::max(1, std::min<int>(lanes, static_cast<int>(n)));
   // What cannot be recorded as a point's failure (the results folder cannot be written, say) stops the
   // run: the first such error is rethrown once every worker has stopped.
   std::exception_ptr fatal;
   std::atomic<bool> stop{false};
-  auto run_guarded = [&](size_t i) {
+  auto run_guarded = [&](int lane, size_t i) {
     try {
-      run_one(i);
+      run_one(lane, i);
     } catch (...) {
       std::lock_guard<std::mutex> lock(mu);
       if (!fatal) fatal = std::current_exception();
@@ -456,15 +459,15 @@ int run_experiment(const Experiment& e, const Components& c, Backends& backends,
   };
   if (jobs == 1) {
     for (size_t i = 0; i < n && !stop; ++i)
-      run_guarded(i);
+      run_guarded(0, i);
   } else {
     // Each simulation is independent: workers take the next point until none is left.
     std::atomic<size_t> next{0};
     std::vector<std::thread> workers;
     for (int w = 0; w < jobs; ++w) {
-      workers.emplace_back([&] {
+      workers.emplace_back([&, w] {
         for (size_t i = next++; i < n && !stop; i = next++)
-          run_guarded(i);
+          run_guarded(w, i);
       });
     }
     for (std::thread& t : workers)

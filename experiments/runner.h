@@ -30,6 +30,28 @@
 
 namespace bagua::experiments {
 
+// Everything a point's run produced on the writing process.
+struct PointOutput {
+  PointMetrics metrics;
+  Json summary;
+  // The point folder's files, in writing order (summary.json last).
+  std::vector<std::pair<std::string, std::string>> files;
+  std::optional<PointFailure> failure;  // a diverged (or, from run_experiment, failed) point
+};
+
+// Where the points of a run whose every point is simulated are computed, when not on this process's
+// own threads: under mpirun, on the job's processes (experiments/distribute.h). The runner takes the
+// next point on any free lane, as it does on its threads, and writes what the lane returns.
+class PointExecutor {
+ public:
+  virtual ~PointExecutor() = default;
+  // How many points run at once.
+  virtual int lanes() const = 0;
+  // Runs `point` on lane `lane` (one call at a time per lane) and returns its output; throws what
+  // run_point would.
+  virtual PointOutput run(int lane, const PointConfig& point) = 0;
+};
+
 struct RunOptions {
   int jobs = 1;        // simulated points run in parallel on this many threads
   bool quiet = false;  // no progress lines
@@ -39,15 +61,8 @@ struct RunOptions {
   double progress_interval_s = 5;
   // The points to run (--point, --where); empty: all. The folder still belongs to the whole experiment.
   std::function<bool(const PointConfig&)> select;
-};
-
-// Everything a point's run produced on the writing process.
-struct PointOutput {
-  PointMetrics metrics;
-  Json summary;
-  // The point folder's files, in writing order (summary.json last).
-  std::vector<std::pair<std::string, std::string>> files;
-  std::optional<PointFailure> failure;  // a diverged (or, from run_experiment, failed) point
+  // Not null: simulated points are computed there, on its lanes (instead of `jobs` threads).
+  PointExecutor* executor = nullptr;
 };
 
 // Makes the point's workload (a profile from its file, otherwise from the registry) for `world_size`

@@ -7,6 +7,8 @@
 #include "runtime/threads/world.h"
 
 #if BAGUA_HAVE_MPI
+#include "runtime/mpi/channel.h"
+#include "runtime/mpi/transport.h"
 #include "runtime/mpi/world.h"
 #endif
 #if BAGUA_HAVE_NCCL
@@ -111,5 +113,38 @@ void register_runtimes(RuntimeRegistry& r) {
                 "this bagua was built without CUDA and NCCL");
 #endif
 }
+
+#if BAGUA_HAVE_MPI
+namespace {
+
+// The MPI world (MPI initialized with MPI_THREAD_MULTIPLE, finalized last) and a channel beside it.
+class MpiJobChannel final : public JobChannel {
+ public:
+  MpiJobChannel(int* argc, char*** argv) : world_(argc, argv), channel_(world_.transport().comm()) {}
+  int rank() const override { return channel_.rank(); }
+  int size() const override { return channel_.size(); }
+  int local_size() const override { return channel_.local_size(); }
+  void send(std::span<const uint8_t> bytes, int dst, int tag) override {
+    channel_.send(bytes, dst, tag);
+  }
+  std::vector<uint8_t> receive(int src, int tag) override { return channel_.receive(src, tag); }
+
+ private:
+  runtime::mpi::MpiWorld world_;
+  runtime::mpi::MpiChannel channel_;
+};
+
+}  // namespace
+
+std::unique_ptr<JobChannel> make_job_channel(int* argc, char*** argv) {
+  return std::make_unique<MpiJobChannel>(argc, argv);
+}
+#else
+std::unique_ptr<JobChannel> make_job_channel(int*, char***) {
+  throw ConfigError(
+      "runtime: this process runs under mpirun, but this bagua was built without Open MPI: it "
+      "cannot share the sweep's points with the job's other processes (run it alone)");
+}
+#endif
 
 }  // namespace bagua::experiments

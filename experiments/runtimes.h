@@ -10,8 +10,10 @@
 // is made anew for every run of a point. A virtual-time runtime reports (RunReport) after each run.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -82,5 +84,26 @@ class RuntimeRegistry {
 
 // Every runtime of the project, in the order `bagua list` prints them.
 void register_runtimes(RuntimeRegistry& registry);
+
+// Byte messages between the processes of the job a launcher (mpirun) started, for the work around
+// training runs rather than in them: a sweep's simulated points handed out to the job's processes
+// (experiments/distribute.h). A wait may last as long as a point runs, and costs no core meanwhile.
+// Messages between the same pair with the same tag arrive in order; one thread at a time uses a given
+// peer and tag in each direction.
+class JobChannel {
+ public:
+  virtual ~JobChannel() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // The job's processes on this process's node (this one included).
+  virtual int local_size() const = 0;
+  virtual void send(std::span<const uint8_t> bytes, int dst, int tag) = 0;
+  virtual std::vector<uint8_t> receive(int src, int tag) = 0;
+};
+
+// Joins the job mpirun started this process in (MPI_Init, collective over the job) and returns its
+// channel; MPI is finalized when the channel goes away. ConfigError when this bagua was built without
+// Open MPI.
+std::unique_ptr<JobChannel> make_job_channel(int* argc, char*** argv);
 
 }  // namespace bagua::experiments
