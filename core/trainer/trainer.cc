@@ -81,15 +81,14 @@ TrainResult train(RankContext& ctx, Model& model, Optimizer& optimizer, Algorith
   for (size_t l = 0; l < layers.size(); ++l)
     BAGUA_CHECK(bucket_of[l] >= 0, "layer " + std::to_string(l) + " is in no bucket");
 
-  // The full-data loss of this rank's weights: real arithmetic, outside modelled time.
-  auto full_loss = [&]() -> double {
-    if (!model.materialized()) return std::nan("");
-    double loss = 0;
+  // The full-data loss and test accuracy of this rank's weights: real arithmetic, outside modelled time.
+  auto evaluate = [&](IterationRecord& rec) {
+    if (!model.materialized()) return;
     algorithm.read_weights(state, [&] {
       if (tensors.mirrored) copy(tensors.host_weights, tensors.weights);
-      loss = model.full_loss(tensors.model_weights());
+      rec.full_loss = model.full_loss(tensors.model_weights());
+      rec.test_accuracy = model.test_accuracy(tensors.model_weights());
     });
-    return loss;
   };
 
   TrainResult result;
@@ -155,8 +154,7 @@ TrainResult train(RankContext& ctx, Model& model, Optimizer& optimizer, Algorith
     rec.end = clock.now();
 
     const bool last = step + 1 == options.iterations;
-    if (!last && options.eval_interval > 0 && (step + 1) % options.eval_interval == 0)
-      rec.full_loss = full_loss();
+    if (!last && options.eval_interval > 0 && (step + 1) % options.eval_interval == 0) evaluate(rec);
     result.iterations.push_back(rec);
   }
 
@@ -164,7 +162,7 @@ TrainResult train(RankContext& ctx, Model& model, Optimizer& optimizer, Algorith
   algorithm.finish(state);
   comm->synchronize();
   result.finish = clock.now();
-  if (!result.iterations.empty()) result.iterations.back().full_loss = full_loss();
+  if (!result.iterations.empty()) evaluate(result.iterations.back());
   return result;
 }
 
