@@ -8,9 +8,9 @@ namespace bagua {
 
 ParamSchema Diloco::schema() {
   ParamSchema s;
-  // H = 500 inner steps, outer learning rate 0.7 and Nesterov momentum 0.9: the paper's setting
-  // (Douillard et al. 2023, Sec. 3 "Experiments" and Table 1: H = 500, OuterOpt Nesterov with lr 0.7
-  // and momentum 0.9).
+  // H = 500 inner steps, outer learning rate 0.7 and Nesterov momentum 0.9: the paper's main setting
+  // (Douillard et al. 2023, arXiv:2311.08105, Sec. 3; its abstract: 8 workers "communicating 500
+  // times less").
   s.add_int("inner_steps", 500, "inner optimizer steps between two outer steps (H)", 1);
   s.add_double("outer_lr", 0.7, "learning rate of the outer Nesterov step", 0.0, std::nullopt,
                /*min_exclusive=*/true);
