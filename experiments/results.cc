@@ -31,6 +31,16 @@ double mean_present(const std::vector<double>& xs) {
   return n == 0 ? kNaN : sum / n;
 }
 
+// The largest (or smallest) of the values that are not NaN; NaN when there are none.
+double extreme_present(const std::vector<double>& xs, bool largest) {
+  double best = kNaN;
+  for (double x : xs) {
+    if (std::isnan(x)) continue;
+    if (std::isnan(best) || (largest ? x > best : x < best)) best = x;
+  }
+  return best;
+}
+
 Json number_or_null(double x) {
   return std::isfinite(x) ? Json(x) : Json(nullptr);
 }
@@ -100,11 +110,12 @@ PointMetrics compute_metrics(const std::vector<TrainResult>& ranks, int64_t batc
     IterationRow row;
     row.iteration = slowest[i].iteration;
     Time latest_end = Time::zero();
-    std::vector<double> losses, full_losses;
+    std::vector<double> losses, full_losses, accuracies;
     for (const TrainResult& r : ranks) {
       latest_end = std::max(latest_end, r.iterations[i].end);
       losses.push_back(r.iterations[i].loss);
       full_losses.push_back(r.iterations[i].full_loss);
+      accuracies.push_back(r.iterations[i].test_accuracy);
     }
     row.time_s = seconds(latest_end);
     row.iteration_s = seconds(slowest[i].end - slowest[i].begin);
@@ -112,6 +123,9 @@ PointMetrics compute_metrics(const std::vector<TrainResult>& ranks, int64_t batc
     row.exposed_comm_s = seconds(slowest[i].end - slowest[i].begin - slowest[i].compute);
     row.loss = mean_present(losses);
     row.full_loss = mean_present(full_losses);
+    row.test_accuracy = mean_present(accuracies);
+    row.test_accuracy_min = extreme_present(accuracies, false);
+    row.test_accuracy_max = extreme_present(accuracies, true);
     m.rows.push_back(row);
   }
 
@@ -137,6 +151,7 @@ PointMetrics compute_metrics(const std::vector<TrainResult>& ranks, int64_t batc
   m.exposed_comm_per_iteration_s = per_iteration(span_ns - compute_ns);
   m.final_loss = m.rows.back().loss;
   m.final_full_loss = m.rows.back().full_loss;
+  m.final_test_accuracy = m.rows.back().test_accuracy;
   m.samples_per_s =
       m.time_per_iteration_s > 0
           ? static_cast<double>(m.world_size) * static_cast<double>(batch_size) / m.time_per_iteration_s
@@ -169,12 +184,14 @@ std::string csv_line(const std::vector<std::string>& fields) {
 }
 
 std::string iterations_csv(const PointMetrics& m) {
-  std::string out = csv_line(
-      {"iteration", "time_s", "iteration_s", "compute_s", "exposed_comm_s", "loss", "full_loss"});
+  std::string out =
+      csv_line({"iteration", "time_s", "iteration_s", "compute_s", "exposed_comm_s", "loss",
+                "full_loss", "test_accuracy", "test_accuracy_min", "test_accuracy_max"});
   for (const IterationRow& r : m.rows) {
     out += csv_line({std::to_string(r.iteration), csv_number(r.time_s), csv_number(r.iteration_s),
                      csv_number(r.compute_s), csv_number(r.exposed_comm_s), csv_number(r.loss),
-                     csv_number(r.full_loss)});
+                     csv_number(r.full_loss), csv_number(r.test_accuracy),
+                     csv_number(r.test_accuracy_min), csv_number(r.test_accuracy_max)});
   }
   return out;
 }
@@ -200,6 +217,7 @@ Json summary_json(const PointConfig& point, const PointMetrics& m, const PointFa
   s["final_loss"] = metric(x.final_loss);
   s["final_full_loss"] = metric(x.final_full_loss);
   s["optimal_loss"] = metric(x.optimal_loss);
+  s["final_test_accuracy"] = metric(x.final_test_accuracy);
   s["samples_per_s"] = metric(x.samples_per_s);
   s["status"] = to_string(failure ? failure->status : PointStatus::kOk);
   if (failure) {
@@ -307,7 +325,7 @@ T take(std::span<const uint8_t> bytes, size_t& at) {
 
 std::vector<uint8_t> serialize(const TrainResult& r) {
   std::vector<uint8_t> out;
-  out.reserve(24 + r.iterations.size() * 48);
+  out.reserve(24 + r.iterations.size() * 56);
   put<int64_t>(out, r.rank);
   put<int64_t>(out, static_cast<int64_t>(r.iterations.size()));
   for (const IterationRecord& it : r.iterations) {
@@ -317,6 +335,7 @@ std::vector<uint8_t> serialize(const TrainResult& r) {
     put<int64_t>(out, it.compute.nanoseconds());
     put<double>(out, it.loss);
     put<double>(out, it.full_loss);
+    put<double>(out, it.test_accuracy);
   }
   put<int64_t>(out, r.finish.nanoseconds());
   return out;
@@ -327,7 +346,7 @@ TrainResult deserialize(std::span<const uint8_t> bytes) {
   TrainResult r;
   r.rank = static_cast<int>(take<int64_t>(bytes, at));
   const int64_t n = take<int64_t>(bytes, at);
-  BAGUA_CHECK(n >= 0 && static_cast<size_t>(n) <= bytes.size() / 48, "corrupt TrainResult");
+  BAGUA_CHECK(n >= 0 && static_cast<size_t>(n) <= bytes.size() / 56, "corrupt TrainResult");
   r.iterations.resize(static_cast<size_t>(n));
   for (IterationRecord& it : r.iterations) {
     it.iteration = take<int64_t>(bytes, at);
@@ -336,6 +355,7 @@ TrainResult deserialize(std::span<const uint8_t> bytes) {
     it.compute = Time::ns(take<int64_t>(bytes, at));
     it.loss = take<double>(bytes, at);
     it.full_loss = take<double>(bytes, at);
+    it.test_accuracy = take<double>(bytes, at);
   }
   r.finish = Time::ns(take<int64_t>(bytes, at));
   BAGUA_CHECK_EQ(at, bytes.size(), "TrainResult size");

@@ -10,6 +10,10 @@
 //   exposed_comm_s  iteration_s - compute_s: the time its compute stream waited for communication
 //   loss            mean over ranks of the batch loss (empty when no rank has one: profile workloads)
 //   full_loss       mean over ranks of the full-data loss, empty where not evaluated
+//   test_accuracy   mean over ranks of the test-set accuracy of each rank's weights, evaluated with the
+//                   full loss; empty where not evaluated or the workload has no test set
+//   test_accuracy_min, test_accuracy_max   its smallest and largest value over ranks (equal for
+//                   algorithms whose replicas agree; the spread of the decentralized ones)
 //
 // summary.json: the point id, its swept values, its resolved config, and
 //   world_size, iterations, slowest_rank,
@@ -20,6 +24,7 @@
 //   exposed_comm_per_iteration_s  time_per_iteration_s - compute_per_iteration_s
 //   final_loss, final_full_loss   the last row's loss and full_loss (null when absent)
 //   optimal_loss                  the workload's optimal full loss when known in closed form, else null
+//   final_test_accuracy           the last row's test_accuracy (null when absent)
 //   samples_per_s                 world_size x batch_size / time_per_iteration_s
 //   status                        "ok", "diverged" or "failed" (PointStatus; a summary without it,
 //                                 written before statuses existed, is "ok")
@@ -61,6 +66,9 @@ struct IterationRow {
   double exposed_comm_s = 0;
   double loss = 0;
   double full_loss = 0;
+  double test_accuracy = 0;
+  double test_accuracy_min = 0;
+  double test_accuracy_max = 0;
 };
 
 enum class PointStatus : uint8_t { kOk, kDiverged, kFailed };
@@ -84,6 +92,7 @@ struct PointMetrics {
   double exposed_comm_per_iteration_s = 0;
   double final_loss = 0;
   double final_full_loss = 0;
+  double final_test_accuracy = 0;
   double optimal_loss = 0;
   double samples_per_s = 0;
   std::vector<IterationRow> rows;

@@ -2,6 +2,7 @@
 #include "core/algorithms/bytegrad.h"
 #include "core/algorithms/choco_sgd.h"
 #include "core/algorithms/decentralized.h"
+#include "core/algorithms/diloco.h"
 #include "core/algorithms/gradient_allreduce.h"
 #include "core/algorithms/local_sgd.h"
 #include "core/algorithms/qadam.h"
@@ -49,6 +50,11 @@ void register_algorithms(AlgorithmRegistry& registry, const CompressorRegistry& 
   registry.add("local_sgd", "local steps, weights averaged over all ranks every `period` steps",
                LocalSgd::schema(),
                [](const Params& p, const AlgorithmDeps&) { return std::make_unique<LocalSgd>(p); });
+  registry.add("diloco",
+               "DiLoCo: H inner steps, then Nesterov outer steps on the averaged parameter change "
+               "(Douillard et al. 2023)",
+               Diloco::schema(),
+               [](const Params& p, const AlgorithmDeps& d) { return std::make_unique<Diloco>(p, d); });
   registry.add("choco_sgd",
                "CHOCO-SGD: local steps, compressed gossip of weight differences on a ring (Koloskova "
                "et al. 2019)",

@@ -101,6 +101,25 @@ double LogisticRegression::loss_impl(std::span<const S> w, std::span<S> g, std::
   return loss;
 }
 
+double LogisticRegression::accuracy(std::span<const float> w, std::span<const int64_t> idx) const {
+  const Eigen::Index d = dataset_->features();
+  const Eigen::Index classes = dataset_->classes;
+  const Mat<float> xb = detail::gather_columns<float>(dataset_->x, idx);
+  std::vector<int32_t> labels(idx.size());
+  for (size_t k = 0; k < idx.size(); ++k)
+    labels[k] = dataset_->labels[static_cast<size_t>(idx[k])];
+  if (classes == 2) {
+    const Eigen::Map<const Vec<float>> weights(w.data(), d);
+    const Mat<float> margins =
+        ((weights.transpose() * xb).array() + w[static_cast<size_t>(d)]).matrix();
+    return detail::fraction_correct<float>(margins, labels);
+  }
+  const Eigen::Map<const Mat<float>> weights(w.data(), classes, d);
+  const Eigen::Map<const Vec<float>> bias(w.data() + classes * d, classes);
+  const Mat<float> logits = (weights * xb).colwise() + bias;
+  return detail::fraction_correct<float>(logits, labels);
+}
+
 double LogisticRegression::loss(std::span<const float> w, std::span<float> g,
                                 std::span<const int64_t> idx, const ReadyFn& ready) const {
   return loss_impl<float>(w, g, idx, ready);

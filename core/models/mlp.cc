@@ -116,6 +116,22 @@ double Mlp::loss_impl(std::span<const S> w, std::span<S> g, std::span<const int6
   return loss;
 }
 
+double Mlp::accuracy(std::span<const float> w, std::span<const int64_t> idx) const {
+  const size_t dense = widths_.size() - 1;
+  Mat<float> a = detail::gather_columns<float>(dataset_->x, idx);
+  std::vector<int32_t> labels(idx.size());
+  for (size_t k = 0; k < idx.size(); ++k)
+    labels[k] = dataset_->labels[static_cast<size_t>(idx[k])];
+  for (size_t l = 0; l < dense; ++l) {
+    const Eigen::Map<const Mat<float>> weights(w.data() + offsets_[l], widths_[l + 1], widths_[l]);
+    const Eigen::Map<const Vec<float>> bias(w.data() + offsets_[l] + widths_[l + 1] * widths_[l],
+                                            widths_[l + 1]);
+    Mat<float> z = (weights * a).colwise() + bias;
+    a = l + 1 < dense ? Mat<float>(z.array().tanh().matrix()) : std::move(z);
+  }
+  return detail::fraction_correct<float>(a, labels);
+}
+
 double Mlp::loss(std::span<const float> w, std::span<float> g, std::span<const int64_t> idx,
                  const ReadyFn& ready) const {
   return loss_impl<float>(w, g, idx, ready);

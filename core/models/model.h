@@ -64,6 +64,11 @@ class Model {
   }
   // The optimal full loss when known in closed form (linear regression), else NaN.
   virtual double optimal_loss() const { return std::numeric_limits<double>::quiet_NaN(); }
+  // The fraction of the workload's held-out test set (all of it) that `w` classifies correctly, for
+  // reporting; NaN where the workload has no test set (synthetic and profile workloads).
+  virtual double test_accuracy(const BufferView& w) const {
+    return std::numeric_limits<double>::quiet_NaN();
+  }
 };
 
 struct WorkloadSetup {

@@ -1,4 +1,5 @@
 #include "core/check.h"
+#include "core/models/fashion_mnist.h"
 #include "core/models/model.h"
 #include "core/models/synthetic.h"
 
@@ -21,6 +22,10 @@ void register_workloads(WorkloadRegistry& registry) {
                mlp_schema(), [](const Params& p, const WorkloadSetup& s) -> std::unique_ptr<Workload> {
                  return make_mlp(p, s);
                });
+  registry.add("fashion_mnist",
+               "Fashion-MNIST images (Debian's dataset-fashion-mnist): softmax regression or an MLP, "
+               "test accuracy",
+               fashion_mnist_schema(), make_fashion_mnist);
   // Profiles are files: the composition root parses the file named by "file" into a ProfileSpec and
   // calls make_profile_workload (core/models/profile.h). The entry exists so that the workload is
   // listed and its parameter validated like every other.

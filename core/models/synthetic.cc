@@ -55,6 +55,10 @@ double Objective::optimal_loss() const {
   return std::numeric_limits<double>::quiet_NaN();
 }
 
+double Objective::accuracy(std::span<const float>, std::span<const int64_t>) const {
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
 namespace {
 
 constexpr uint64_t kStreamInit = 7;  // derive_seed stream of the initial weights

@@ -51,6 +51,9 @@ class Objective {
                       const ReadyFn& ready) const = 0;
   // The minimum of the full-data loss when known in closed form, else NaN.
   virtual double optimal_loss() const;
+  // The fraction of the samples `idx` whose most probable class at `w` is their label (ties: the lowest
+  // class); NaN for an objective that does not classify (linear regression).
+  virtual double accuracy(std::span<const float> w, std::span<const int64_t> idx) const;
   const Dataset& dataset() const { return *dataset_; }
 
  protected:
@@ -122,6 +125,7 @@ class LogisticRegression final : public Objective {
               const ReadyFn& ready) const override;
   double loss(std::span<const double> w, std::span<double> g, std::span<const int64_t> idx,
               const ReadyFn& ready) const override;
+  double accuracy(std::span<const float> w, std::span<const int64_t> idx) const override;
 
  private:
   template <class S>
@@ -148,6 +152,7 @@ class Mlp final : public Objective {
               const ReadyFn& ready) const override;
   double loss(std::span<const double> w, std::span<double> g, std::span<const int64_t> idx,
               const ReadyFn& ready) const override;
+  double accuracy(std::span<const float> w, std::span<const int64_t> idx) const override;
   const std::vector<int64_t>& widths() const { return widths_; }  // features, hidden..., classes
 
  private:

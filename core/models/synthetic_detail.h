@@ -4,6 +4,7 @@
 #include <Eigen/Dense>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <string>
 #include <vector>
@@ -52,6 +53,24 @@ double softmax_cross_entropy(const Mat<S>& logits, std::span<const int32_t> labe
     }
   }
   return total / static_cast<double>(b);
+}
+
+// The fraction of the columns of `logits` (classes x b; binary: 1 x b margins, class 1 where > 0) whose
+// largest entry (ties: the lowest class) is their label.
+template <class S>
+double fraction_correct(const Mat<S>& logits, std::span<const int32_t> labels) {
+  const Eigen::Index b = logits.cols();
+  if (b == 0) return std::numeric_limits<double>::quiet_NaN();
+  int64_t correct = 0;
+  for (Eigen::Index k = 0; k < b; ++k) {
+    Eigen::Index predicted = 0;
+    if (logits.rows() == 1)
+      predicted = logits(0, k) > S(0) ? 1 : 0;
+    else
+      logits.col(k).maxCoeff(&predicted);
+    correct += predicted == labels[static_cast<size_t>(k)] ? 1 : 0;
+  }
+  return static_cast<double>(correct) / static_cast<double>(b);
 }
 
 // Splits `count` parameters into `parts` contiguous layers (the first count % parts one larger), each

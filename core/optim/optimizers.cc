@@ -90,9 +90,11 @@ class Momentum final : public Optimizer {
 
 class Adam final : public Optimizer {
  public:
-  Adam(double lr, double beta1, double beta2, double eps, double weight_decay, size_t n,
+  // decoupled: AdamW's weight decay (w := w - lr wd w before the Adam step) instead of Adam's L2 term.
+  Adam(double lr, double beta1, double beta2, double eps, double weight_decay, bool decoupled, size_t n,
        const BufferView& like)
-      : lr_(lr),
+      : decoupled_(decoupled),
+        lr_(lr),
         beta1_(beta1),
         beta2_(beta2),
         eps_(eps),
@@ -104,7 +106,7 @@ class Adam final : public Optimizer {
     fill(m_, 0.0);
     fill(v_, 0.0);
   }
-  std::string name() const override { return "adam"; }
+  std::string name() const override { return decoupled_ ? "adamw" : "adam"; }
   void step(const BufferView& w, const BufferView& g) override {
     check_sizes("adam", n_, w, g);
     ++t_;
@@ -140,8 +142,10 @@ class Adam final : public Optimizer {
     const S step_size = static_cast<S>(lr_ / correction1);
     const S root_c2 = static_cast<S>(std::sqrt(correction2));
     const S b1 = static_cast<S>(beta1_), b2 = static_cast<S>(beta2_), eps = static_cast<S>(eps_);
-    const S wd = static_cast<S>(weight_decay_);
+    const S wd = static_cast<S>(decoupled_ ? 0.0 : weight_decay_);
+    const S shrink = static_cast<S>(decoupled_ ? 1.0 - lr_ * weight_decay_ : 1.0);
     for (size_t i = 0; i < n_; ++i) {
+      if (decoupled_) w[i] *= shrink;
       const S d = g[i] + wd * w[i];
       m[i] = b1 * m[i] + (S(1) - b1) * d;
       v[i] = b2 * v[i] + (S(1) - b2) * d * d;
@@ -149,6 +153,7 @@ class Adam final : public Optimizer {
     }
   }
 
+  bool decoupled_;
   double lr_, beta1_, beta2_, eps_, weight_decay_;
   size_t n_, element_bytes_;
   Buffer m_, v_;
@@ -195,6 +200,18 @@ ParamSchema adam_schema() {
   return s;
 }
 
+// AdamW: torch.optim.AdamW documentation (PyTorch 2.x): the defaults of Adam but weight_decay 1e-2.
+ParamSchema adamw_schema() {
+  ParamSchema s;
+  s.add_double("lr", 1e-3, "learning rate", 0.0, std::nullopt, /*min_exclusive=*/true)
+      .add_double("beta1", 0.9, "decay of the first-moment estimate", 0.0, 1.0)
+      .add_double("beta2", 0.999, "decay of the second-moment estimate", 0.0, 1.0)
+      .add_double("eps", 1e-8, "added to the denominator for stability", 0.0, std::nullopt,
+                  /*min_exclusive=*/true)
+      .add_double("weight_decay", 1e-2, "decoupled decay: w -= lr wd w before the Adam step", 0.0);
+  return s;
+}
+
 std::unique_ptr<Optimizer> make_sgd(const Params& p, size_t n, const BufferView& like) {
   return std::make_unique<Sgd>(p.get_double("lr"), p.get_double("weight_decay"), n,
                                size_of(like.dtype()));
@@ -205,14 +222,27 @@ std::unique_ptr<Optimizer> make_momentum(const Params& p, size_t n, const Buffer
                                     p.get_bool("nesterov"), p.get_double("weight_decay"), n, like);
 }
 
-std::unique_ptr<Optimizer> make_adam(const Params& p, size_t n, const BufferView& like) {
-  check_state_space("adam", like);
+namespace {
+
+std::unique_ptr<Optimizer> make_adam_family(const char* who, bool decoupled, const Params& p, size_t n,
+                                            const BufferView& like) {
+  check_state_space(who, like);
   if (p.get_double("beta1") >= 1.0 || p.get_double("beta2") >= 1.0)
-    throw ConfigError("optimizer 'adam': beta1 and beta2 must be below 1, got " +
+    throw ConfigError(std::string("optimizer '") + who + "': beta1 and beta2 must be below 1, got " +
                       std::to_string(p.get_double("beta1")) + " and " +
                       std::to_string(p.get_double("beta2")));
   return std::make_unique<Adam>(p.get_double("lr"), p.get_double("beta1"), p.get_double("beta2"),
-                                p.get_double("eps"), p.get_double("weight_decay"), n, like);
+                                p.get_double("eps"), p.get_double("weight_decay"), decoupled, n, like);
+}
+
+}  // namespace
+
+std::unique_ptr<Optimizer> make_adam(const Params& p, size_t n, const BufferView& like) {
+  return make_adam_family("adam", /*decoupled=*/false, p, n, like);
+}
+
+std::unique_ptr<Optimizer> make_adamw(const Params& p, size_t n, const BufferView& like) {
+  return make_adam_family("adamw", /*decoupled=*/true, p, n, like);
 }
 
 void register_optimizers(OptimizerRegistry& registry) {
@@ -221,6 +251,9 @@ void register_optimizers(OptimizerRegistry& registry) {
                make_momentum);
   registry.add("adam", "Adam with bias correction (Kingma & Ba 2015), PyTorch's formulation",
                adam_schema(), make_adam);
+  registry.add("adamw",
+               "Adam with decoupled weight decay (Loshchilov & Hutter 2019), PyTorch's formulation",
+               adamw_schema(), make_adamw);
 }
 
 }  // namespace bagua

@@ -9,6 +9,8 @@
 //              default)
 //   adam       m := beta1 m + (1 - beta1) d;  v := beta2 v + (1 - beta2) d^2;
 //              w := w - lr (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + eps)   (Kingma & Ba 2015)
+//   adamw      w := (1 - lr wd) w, then adam's step with d = g (decoupled weight decay: Loshchilov &
+//              Hutter 2019, "Decoupled Weight Decay Regularization", ICLR; torch.optim.AdamW)
 //
 // State (momentum buffer, Adam moments) lives in the space of the buffer given to the factory
 // (Buffer::like): meta stays meta, so every step on meta weights is a no-op. sgd and momentum are
@@ -20,6 +22,7 @@
 //   sgd       read w, g; write w                       3 per parameter, 2 FLOPs (+2 with weight decay)
 //   momentum  read w, g, buf; write buf, w             5 per parameter, 4 FLOPs (+2)
 //   adam      read w, g, m, v; write m, v, w           7 per parameter, 12 FLOPs (+2)
+//   adamw     as adam                                   7 per parameter, 12 FLOPs (+2 for the decay)
 #pragma once
 
 #include "core/optim/optimizer.h"
@@ -29,9 +32,11 @@ namespace bagua {
 ParamSchema sgd_schema();
 ParamSchema momentum_schema();
 ParamSchema adam_schema();
+ParamSchema adamw_schema();
 
 std::unique_ptr<Optimizer> make_sgd(const Params& params, size_t n, const BufferView& like);
 std::unique_ptr<Optimizer> make_momentum(const Params& params, size_t n, const BufferView& like);
 std::unique_ptr<Optimizer> make_adam(const Params& params, size_t n, const BufferView& like);
+std::unique_ptr<Optimizer> make_adamw(const Params& params, size_t n, const BufferView& like);
 
 }  // namespace bagua

@@ -94,15 +94,14 @@ TrainResult train(RankContext& ctx, Model& model, Optimizer& optimizer, Algorith
   for (size_t l = 0; l < layers.size(); ++l)
     BAGUA_CHECK(bucket_of[l] >= 0, "layer " + std::to_string(l) + " is in no bucket");
 
-  // The full-data loss of this rank's weights: real arithmetic, outside modelled time.
-  auto full_loss = [&]() -> double {
-    if (!model.materialized()) return std::nan("");
-    double loss = 0;
+  // The full-data loss and test accuracy of this rank's weights: real arithmetic, outside modelled time.
+  auto evaluate = [&](IterationRecord& rec) {
+    if (!model.materialized()) return;
     algorithm.read_weights(state, [&] {
       if (tensors.mirrored) copy(tensors.host_weights, tensors.weights);
-      loss = model.full_loss(tensors.model_weights());
+      rec.full_loss = model.full_loss(tensors.model_weights());
+      rec.test_accuracy = model.test_accuracy(tensors.model_weights());
     });
-    return loss;
   };
 
   TrainResult result;
@@ -168,7 +167,7 @@ TrainResult train(RankContext& ctx, Model& model, Optimizer& optimizer, Algorith
     rec.end = clock.now();
 
     const bool last = step + 1 == options.iterations;
-    const bool evaluate =
+    const bool evaluating =
         last || (options.eval_interval > 0 && (step + 1) % options.eval_interval == 0);
     if (last) {
       // Drain background communication (asynchronous algorithms) before the final evaluation.
@@ -176,13 +175,13 @@ TrainResult train(RankContext& ctx, Model& model, Optimizer& optimizer, Algorith
       comm->synchronize();
       result.finish = clock.now();
     }
-    if (evaluate) rec.full_loss = full_loss();
+    if (evaluating) evaluate(rec);
     result.iterations.push_back(rec);
     if (observer) observer(rec);
     if (model.materialized()) {
       if (!std::isfinite(rec.loss)) throw Diverged(result.rank, step, "loss", rec.loss);
       // A NaN full loss is a model without one (Model::full_loss); an infinite one has diverged.
-      if (evaluate && std::isinf(rec.full_loss))
+      if (evaluating && std::isinf(rec.full_loss))
         throw Diverged(result.rank, step, "full loss", rec.full_loss);
     }
   }

@@ -22,8 +22,9 @@ namespace bagua {
 
 struct TrainOptions {
   int64_t iterations = 100;
-  // Evaluate the full-data loss of this rank's weights every `eval_interval` iterations (0: only after
-  // the last one). Evaluation is real arithmetic outside simulated time.
+  // Evaluate the full-data loss (and the test accuracy, where the workload has a test set) of this
+  // rank's weights every `eval_interval` iterations (0: only after the last one). Evaluation is real
+  // arithmetic outside simulated time.
   int64_t eval_interval = 0;
   // Bucket budget; Bagua's default bucket size is 10 MiB (bagua/torch_api/data_parallel, bucket_cap).
   Bytes bucket_bytes{10 << 20};
@@ -46,6 +47,8 @@ struct IterationRecord {
   Time compute;  // charged on the compute stream during this iteration
   double loss = std::numeric_limits<double>::quiet_NaN();       // this rank's batch loss
   double full_loss = std::numeric_limits<double>::quiet_NaN();  // full-data loss, when evaluated
+  // Test-set accuracy of this rank's weights, evaluated with the full loss (NaN without a test set).
+  double test_accuracy = std::numeric_limits<double>::quiet_NaN();
 };
 
 struct TrainResult {

@@ -14,7 +14,7 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 IterationRecord record(int64_t i, double begin_ms, double end_ms, double compute_ms, double loss,
-                       double full_loss = kNaN) {
+                       double full_loss = kNaN, double test_accuracy = kNaN) {
   IterationRecord r;
   r.iteration = i;
   r.begin = Time::ms(begin_ms);
@@ -22,6 +22,7 @@ IterationRecord record(int64_t i, double begin_ms, double end_ms, double compute
   r.compute = Time::ms(compute_ms);
   r.loss = loss;
   r.full_loss = full_loss;
+  r.test_accuracy = test_accuracy;
   return r;
 }
 
@@ -29,12 +30,13 @@ IterationRecord record(int64_t i, double begin_ms, double end_ms, double compute
 std::vector<TrainResult> two_ranks() {
   TrainResult a;
   a.rank = 0;
-  a.iterations = {record(0, 0, 10, 6, 1.0), record(1, 10, 22, 6, 0.75), record(2, 22, 34, 6, 0.5, 0.5)};
+  a.iterations = {record(0, 0, 10, 6, 1.0), record(1, 10, 22, 6, 0.75),
+                  record(2, 22, 34, 6, 0.5, 0.5, 0.8)};
   a.finish = Time::ms(34);
   TrainResult b;
   b.rank = 1;
   b.iterations = {record(0, 0, 11, 6, 3.0), record(1, 11, 23, 7, 2.25),
-                  record(2, 23, 35, 5, 1.0, 0.75)};
+                  record(2, 23, 35, 5, 1.0, 0.75, 0.7)};
   b.finish = Time::ms(35);
   return {a, b};
 }
@@ -60,6 +62,12 @@ TEST(Results, MetricsFollowTheSlowestRank) {
   EXPECT_DOUBLE_EQ(m.rows[2].full_loss, (0.5 + 0.75) / 2);
   EXPECT_DOUBLE_EQ(m.final_loss, (0.5 + 1.0) / 2);
   EXPECT_DOUBLE_EQ(m.final_full_loss, 0.625);
+  // Test accuracy: the mean over ranks, and its spread (smallest and largest rank's).
+  EXPECT_TRUE(std::isnan(m.rows[1].test_accuracy));
+  EXPECT_DOUBLE_EQ(m.rows[2].test_accuracy, (0.8 + 0.7) / 2);
+  EXPECT_DOUBLE_EQ(m.rows[2].test_accuracy_min, 0.7);
+  EXPECT_DOUBLE_EQ(m.rows[2].test_accuracy_max, 0.8);
+  EXPECT_DOUBLE_EQ(m.final_test_accuracy, 0.75);
   EXPECT_TRUE(std::isnan(m.optimal_loss));
 }
 
@@ -72,17 +80,19 @@ TEST(Results, OneIterationUsesItsDuration) {
   EXPECT_TRUE(std::isnan(m.final_loss));  // a profile workload has no loss
   EXPECT_DOUBLE_EQ(m.optimal_loss, 0.25);
   EXPECT_EQ(iterations_csv(m),
-            "iteration,time_s,iteration_s,compute_s,exposed_comm_s,loss,full_loss\n"
-            "0,0.009,0.007,0.004,0.003,,\n");
+            "iteration,time_s,iteration_s,compute_s,exposed_comm_s,loss,full_loss,test_accuracy,"
+            "test_accuracy_min,test_accuracy_max\n"
+            "0,0.009,0.007,0.004,0.003,,,,,\n");
 }
 
 TEST(Results, IterationsCsvIsExact) {
   const PointMetrics m = compute_metrics(two_ranks(), 8, kNaN);
   EXPECT_EQ(iterations_csv(m),
-            "iteration,time_s,iteration_s,compute_s,exposed_comm_s,loss,full_loss\n"
-            "0,0.011,0.011,0.006,0.005,2,\n"
-            "1,0.023,0.012,0.007,0.005,1.5,\n"
-            "2,0.035,0.012,0.005,0.007,0.75,0.625\n");
+            "iteration,time_s,iteration_s,compute_s,exposed_comm_s,loss,full_loss,test_accuracy,"
+            "test_accuracy_min,test_accuracy_max\n"
+            "0,0.011,0.011,0.006,0.005,2,,,,\n"
+            "1,0.023,0.012,0.007,0.005,1.5,,,,\n"
+            "2,0.035,0.012,0.005,0.007,0.75,0.625,0.75,0.7,0.8\n");
 }
 
 TEST(Results, RowComesFromTheSummaryAlone) {
@@ -104,6 +114,7 @@ TEST(Results, RowComesFromTheSummaryAlone) {
             p.id + ",10 Gbps,3,sim,2,toy_allreduce,0.012,0.006,0.006,0.75,0.625," +
                 shortest(16 / 0.012) + ",ok,\n");
   EXPECT_TRUE(summary["optimal_loss"].is_null());
+  EXPECT_EQ(summary["final_test_accuracy"], 0.75);
   EXPECT_TRUE(is_summary_of(reread, p.id));
   EXPECT_FALSE(is_summary_of(reread, "p001-00000000"));
   EXPECT_FALSE(is_summary_of(parse_json(R"({"point": ")" + p.id + R"("})", "t"), p.id));
@@ -117,7 +128,7 @@ TEST(Results, CsvQuotesWhatNeedsIt) {
 TEST(Results, TrainResultRoundTripsThroughBytes) {
   const TrainResult r = two_ranks()[1];
   const std::vector<uint8_t> bytes = serialize(r);
-  EXPECT_EQ(bytes.size(), 8 + 8 + 3 * 48 + 8u);
+  EXPECT_EQ(bytes.size(), 8 + 8 + 3 * 56 + 8u);
   const TrainResult back = deserialize(bytes);
   EXPECT_EQ(back.rank, 1);
   EXPECT_EQ(back.finish, r.finish);
@@ -130,6 +141,8 @@ TEST(Results, TrainResultRoundTripsThroughBytes) {
   }
   EXPECT_TRUE(std::isnan(back.iterations[0].full_loss));
   EXPECT_EQ(back.iterations[2].full_loss, 0.75);
+  EXPECT_TRUE(std::isnan(back.iterations[1].test_accuracy));
+  EXPECT_EQ(back.iterations[2].test_accuracy, 0.7);
 }
 
 }  // namespace

@@ -71,9 +71,15 @@ std::string run_and_check(Backend backend, const Registries& reg, RunSpec spec) 
 
 TEST(Registry, EveryAlgorithmHasADescriptionAndValidDocumentedDefaults) {
   Registries reg;
-  const std::set<std::string> expected{
-      "gradient_allreduce",  "bytegrad",  "decentralized", "low_precision_decentralized", "qadam",
-      "async_model_average", "local_sgd", "choco_sgd"};
+  const std::set<std::string> expected{"gradient_allreduce",
+                                       "bytegrad",
+                                       "decentralized",
+                                       "low_precision_decentralized",
+                                       "qadam",
+                                       "async_model_average",
+                                       "local_sgd",
+                                       "choco_sgd",
+                                       "diloco"};
   std::set<std::string> names;
   for (const auto* e : reg.algorithms.entries()) {
     names.insert(e->name);
@@ -207,6 +213,7 @@ TEST(Algorithms, NonDefaultVariantsRunOrRejectTheWorldClearly) {
       {"local_sgd", {{"period", int64_t{2}}, {"hierarchical", true}}},
       {"choco_sgd", {{"compressor", std::string("topk")}, {"topk_ratio", 0.5}, {"gamma", 0.2}}},
       {"choco_sgd", {{"hierarchical", true}}},
+      {"diloco", {{"inner_steps", int64_t{2}}, {"hierarchical", true}}},
   };
   for (const Variant& v : variants)
     for (Backend backend : testing::all_backends())

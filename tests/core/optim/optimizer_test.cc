@@ -104,8 +104,33 @@ TEST(Optimizers, AdamFirstStepsWithBiasCorrection) {
   expect_steps("adam", {{"lr", lr}}, 2, two);
 }
 
+TEST(Optimizers, AdamwDecaysTheWeightsApartFromTheMoments) {
+  // AdamW (torch.optim.AdamW): w := (1 - lr wd) w, then Adam's step on the gradient alone. With lr 0.01
+  // and wd 0.5 the first step is w0 (1 - 0.005) - 0.01 sign(g1) (to 1e-8, as Adam's first step): for
+  // w0 = 1, g1 = 0.5: 0.995 - 0.01 = 0.985. The moments never see the weights, unlike adam's L2 term.
+  const double lr = 0.01, wd = 0.5, b1 = 0.9, b2 = 0.999, eps = 1e-8;
+  std::vector<double> two;
+  for (size_t i = 0; i < 4; ++i) {
+    const double m1 = (1 - b1) * kG1[i], v1 = (1 - b2) * kG1[i] * kG1[i];
+    const double w1 = kW0[i] * (1 - lr * wd) - lr * (m1 / (1 - b1)) / (std::sqrt(v1 / (1 - b2)) + eps);
+    if (i == 0) EXPECT_NEAR(w1, 0.985, 1e-9);
+    const double m2 = b1 * m1 + (1 - b1) * kG2[i], v2 = b2 * v1 + (1 - b2) * kG2[i] * kG2[i];
+    two.push_back(w1 * (1 - lr * wd) - lr * (m2 / 0.19) / (std::sqrt(v2 / 0.001999) + eps));
+  }
+  expect_steps("adamw", {{"lr", lr}, {"weight_decay", wd}}, 2, two);
+  // Without decay it is Adam.
+  Buffer a = make_buffer(DType::kF64, kW0), b = make_buffer(DType::kF64, kW0);
+  auto adam = create("adam", {{"lr", lr}}, a);
+  auto adamw = create("adamw", {{"lr", lr}, {"weight_decay", 0.0}}, b);
+  adam->step(a, make_buffer(DType::kF64, kG1));
+  adamw->step(b, make_buffer(DType::kF64, kG1));
+  for (size_t i = 0; i < 4; ++i)
+    EXPECT_EQ(at(a, i), at(b, i)) << i;
+  EXPECT_EQ(create("adamw", {}, a)->name(), "adamw");
+}
+
 TEST(Optimizers, MetaBuffersAreNoOpsAndStateStaysMeta) {
-  for (const char* name : {"sgd", "momentum", "adam"}) {
+  for (const char* name : {"sgd", "momentum", "adam", "adamw"}) {
     Buffer w = Buffer::meta(DType::kF32, 1000), g = Buffer::meta(DType::kF32, 1000);
     auto opt = create(name, {}, w, 1000);
     opt->step(w, g);

@@ -270,6 +270,43 @@ TEST_F(MpiCli, EveryAlgorithmOnTwoRanksInOneHostMatchesTheSimulator) {
   every_algorithm(1, 2);
 }
 
+// Fashion-MNIST under mpirun (configs/runtime/fashion_mnist.json: gradient allreduce, decentralized on
+// a ring, diloco; 2 hosts x 2 ranks): the test accuracies, mean, smallest and largest over ranks, at
+// every evaluation, are the simulator's bit for bit (the reasons of the file's header: the same float
+// operations in the same order, on each rank the same images), and training moved them from the 10% of
+// the zero initial weights (which predict class 0 for every image) to well above.
+TEST_F(MpiCli, FashionMnistAccuraciesMatchTheSimulator) {
+  const char* config = "configs/runtime/fashion_mnist.json";
+  const Result mpi = bagua(4, {"run", config, "--out", (dir_ / "mpi").string()});
+  ASSERT_EQ(mpi.exit_code, 0) << mpi.out << mpi.err;
+  const Result sim =
+      bagua(0, {"run", config, "--out", (dir_ / "sim").string(), "--quiet", "--set", "runtime=sim"});
+  ASSERT_EQ(sim.exit_code, 0) << sim.err;
+  const Csv mpi_results = read_csv(dir_ / "mpi" / "results.csv");
+  const Csv sim_results = read_csv(dir_ / "sim" / "results.csv");
+  ASSERT_EQ(mpi_results.rows.size(), 3u);
+  ASSERT_EQ(sim_results.rows.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    SCOPED_TRACE("point " + mpi_results.rows[i][0]);
+    const Csv real = read_csv(dir_ / "mpi" / "points" / mpi_results.rows[i][0] / "iterations.csv");
+    const Csv model = read_csv(dir_ / "sim" / "points" / sim_results.rows[i][0] / "iterations.csv");
+    ASSERT_EQ(real.rows.size(), 48u);
+    ASSERT_EQ(model.rows.size(), 48u);
+    const size_t accuracy = real.column("test_accuracy");
+    ASSERT_LT(accuracy, real.header.size());
+    size_t evaluations = 0;
+    for (size_t it = 0; it < real.rows.size(); ++it) {
+      for (const char* column :
+           {"test_accuracy", "test_accuracy_min", "test_accuracy_max", "full_loss"})
+        EXPECT_EQ(real.rows[it][real.column(column)], model.rows[it][model.column(column)])
+            << column << " at iteration " << it;
+      if (!real.rows[it][accuracy].empty()) ++evaluations;
+    }
+    EXPECT_EQ(evaluations, 3u);  // every 16 steps
+    EXPECT_GT(std::stod(real.rows.back()[accuracy]), 0.6);
+  }
+}
+
 // A config every rank refuses (shift_one pairs ranks up, and 3 ranks cannot be paired) fails under
 // mpirun exactly as in the simulator: exit status 2, one line (rank 0's), the same line, nothing
 // written; not an abort with one message per rank.
