@@ -52,6 +52,7 @@ struct RanksRun {
   std::vector<TrainResult> ranks;
   double optimal_loss = 0;
   std::optional<RunReport> report;  // the world's, when its runtime models virtual time
+  std::string trace;                // output.trace on a real-time runtime: rank 0's gathered timeline
 };
 RanksRun run_ranks(const PointConfig& point, const Components& c, Backends& backends,
                    int64_t iterations = -1);
