@@ -7,6 +7,8 @@
 // models put real compute gaps between real communication.
 #pragma once
 
+#include <string_view>
+
 #include "core/units.h"
 
 namespace bagua {
@@ -15,6 +17,9 @@ struct Work {
   double flops = 0;  // floating-point operations of real or modelled arithmetic
   Bytes memory{0};   // bytes through device memory
   Time duration{};   // a profiled duration, charged as is (and emulated on real runtimes)
+  // What the work is, for timelines ("forward conv1_1"); must outlive the compute() call. Empty:
+  // "compute". Sums of works have none.
+  std::string_view label{};
 
   Work operator+(const Work& o) const {
     return {flops + o.flops, memory + o.memory, duration + o.duration};

@@ -50,6 +50,8 @@ class Tracer {
   // `track` separates lanes of one rank: 0 compute, 1 communication, 2+ others.
   virtual void span(std::string_view name, std::string_view category, int track, Time begin,
                     Time end) = 0;
+  // The rank begins iteration `k` (the trainer calls it; a filter may keep only some iterations).
+  virtual void begin_iteration(int64_t k) {}
 };
 
 class RankContext {

@@ -23,6 +23,7 @@ WorldRequest request_of(const PointConfig& point, int* argc, char*** argv) {
     q.ranks_per_host = point.cluster.devices_per_host;
   }
   q.trace = point.output.trace;
+  q.trace_filter = point.output.trace_filter;
   q.argc = argc;
   q.argv = argv;
   return q;

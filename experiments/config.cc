@@ -462,15 +462,53 @@ PointConfig parse_point(const Json& raw, const FileLocator& files, const Compone
   {
     static const Json kEmpty = Json::object();
     const Json* o = top.find("output");
-    ObjectReader r(o ? *o : kEmpty, "output", {"dir", "trace"});
+    ObjectReader r(o ? *o : kEmpty, "output", {"dir", "trace", "trace_ranks", "trace_iterations"});
     p.output.dir = r.get_string("dir", "results/" + p.name);
     if (p.output.dir.empty()) throw ConfigError("output.dir: must not be empty");
     p.output.trace = r.get_bool("trace", false);
-    if (p.output.trace && !runtime_traits.virtual_time) {
-      throw ConfigError("output.trace: only the simulator records a timeline (runtime is \"" + runtime +
-                        "\")");
-    }
     out["output"] = Json{{"trace", p.output.trace}};
+    // The filters are written into the resolved config only when given (points without them keep
+    // their ids).
+    TraceFilter& filter = p.output.trace_filter;
+    if (const Json* ranks = r.find("trace_ranks")) {
+      const std::string path = r.path_of("trace_ranks");
+      if (!p.output.trace) throw ConfigError(path + ": needs \"trace\": true");
+      if (!ranks->is_array() || ranks->empty())
+        throw_type_error(path, "a non-empty array of ranks", *ranks);
+      const int world = p.has_cluster ? p.cluster.world_size() : std::numeric_limits<int>::max();
+      for (size_t i = 0; i < ranks->size(); ++i) {
+        const std::optional<int64_t> k = json_integer((*ranks)[i]);
+        const std::string at = path + "[" + std::to_string(i) + "]";
+        if (!k) throw_type_error(at, "integer", (*ranks)[i]);
+        if (*k < 0 || *k >= world) {
+          throw ConfigError(at + ": must be a rank, 0 to " + std::to_string(world - 1) + ", got " +
+                            std::to_string(*k));
+        }
+        if (filter.keeps_rank(static_cast<int>(*k)) && !filter.ranks.empty())
+          throw ConfigError(at + ": rank " + std::to_string(*k) + " listed twice");
+        filter.ranks.push_back(static_cast<int>(*k));
+      }
+      out["output"]["trace_ranks"] = filter.ranks;
+    }
+    if (const Json* its = r.find("trace_iterations")) {
+      const std::string path = r.path_of("trace_iterations");
+      if (!p.output.trace) throw ConfigError(path + ": needs \"trace\": true");
+      const std::optional<int64_t> first = its->is_array() && its->size() == 2
+                                               ? json_integer((*its)[0])
+                                               : std::nullopt;
+      const std::optional<int64_t> last = its->is_array() && its->size() == 2
+                                              ? json_integer((*its)[1])
+                                              : std::nullopt;
+      if (!first || !last) throw_type_error(path, "[first, last] (iterations, from 0)", *its);
+      if (*first < 0 || *last < *first || *last >= p.schedule.iterations) {
+        throw ConfigError(path + ": must be [first, last] with 0 <= first <= last < " +
+                          std::to_string(p.schedule.iterations) + " (schedule.iterations), got " +
+                          json_text(*its));
+      }
+      filter.first_iteration = *first;
+      filter.last_iteration = *last;
+      out["output"]["trace_iterations"] = Json::array({*first, *last});
+    }
   }
   return p;
 }

@@ -71,7 +71,11 @@
 //                  full loss only after the last iteration), "bucket_size" (default "10 MiB"),
 //                  "overlap" (default true)}
 //   output         {"dir" (default "results/<name>"; `bagua run --out` overrides), "trace" (default
-//                  false; the simulator's Chrome trace-event timeline, per point)}
+//                  false; a Chrome trace-event timeline per point, trace.json: on the simulator in
+//                  virtual time, on the real runtimes in real time, gathered to rank 0),
+//                  "trace_ranks" (default every rank: a list of the ranks to record),
+//                  "trace_iterations" (default every one: [first, last], the iterations to record,
+//                  from 0)}
 //   sweep          {"mode": "grid" | "zip", "axes": {"dotted.path": [values], ...}}
 //
 // Quantities are strings with units (experiments/quantity.h): bandwidths "100 Gbps", "12.5 GB/s"; times
@@ -94,6 +98,7 @@
 #include <vector>
 
 #include "core/params.h"
+#include "core/trace.h"
 #include "experiments/components.h"
 #include "experiments/json_util.h"
 #include "experiments/sweep.h"
@@ -126,7 +131,8 @@ struct ScheduleConfig {
 
 struct OutputConfig {
   std::string dir;
-  bool trace = false;
+  bool trace = false;         // a Chrome trace-event timeline per point (trace.json)
+  TraceFilter trace_filter;   // output.trace_ranks, output.trace_iterations
 };
 
 // One point of an experiment, validated.

@@ -16,6 +16,7 @@
 #include "core/check.h"
 #include "core/models/profile.h"
 #include "experiments/profile_file.h"
+#include "experiments/real_time_trace.h"
 #include "experiments/quantity.h"
 #include "experiments/result_store.h"
 
@@ -125,10 +126,15 @@ RanksRun run_ranks(const PointConfig& point, const Components& c, Backends& back
   // Every rank's records as they are made, kept for a run that stops early (Diverged): in-process all
   // ranks', in a job this process's rank's; only for models that can diverge.
   std::vector<TrainResult> seen(static_cast<size_t>(world_size));
+  // A runtime in real time records its timeline here (the simulator records its own, in its report).
+  const bool real_time_trace = point.output.trace && !backends.traits(point).virtual_time;
   try {
     backends.run(
         point,
-        [&](RankContext& ctx) {
+        [&](RankContext& rank_ctx) {
+          std::optional<TracingContext> tracing;
+          if (real_time_trace) tracing.emplace(rank_ctx, point.output.trace_filter);
+          RankContext& ctx = tracing ? *tracing : rank_ctx;
           const int rank = ctx.transport().rank();
           std::unique_ptr<Model> model = workload->make_model(rank);
           // The optimizer's state lives where the weights do: meta for a profile, else the rank's
@@ -150,9 +156,13 @@ RanksRun run_ranks(const PointConfig& point, const Components& c, Backends& back
               });
           std::vector<TrainResult> all;
           gather_results(ctx.transport(), result, &all);
+          std::string trace = tracing ? gather_trace(ctx.transport(), tracing->spans(),
+                                                     point.output.trace_filter)
+                                      : "";
           if (rank == 0) {
             run.ranks = std::move(all);
             run.optimal_loss = model->optimal_loss();
+            run.trace = std::move(trace);
           }
         },
         &run.report);
@@ -192,8 +202,8 @@ PointOutput run_point(const PointConfig& point, const Components& c, Backends& b
   if (run.report) {
     out.files.emplace_back("links.csv", links_csv(run.report->links));
     out.files.emplace_back("ranks.csv", ranks_csv(run.report->ranks));
-    if (point.output.trace) out.files.emplace_back("trace.json", run.report->trace);
   }
+  if (point.output.trace) out.files.emplace_back("trace.json", run.report ? run.report->trace : run.trace);
   out.files.emplace_back("summary.json", out.summary.dump(2) + "\n");
   return out;
 }

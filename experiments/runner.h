@@ -78,6 +78,7 @@ struct RanksRun {
   // Set when a rank diverged (core/trainer/trainer.h Diverged): `ranks` then holds every rank's
   // records as far as it got (in a job, only this process's rank), unequal in length.
   std::optional<PointFailure> diverged;
+  std::string trace;                // output.trace on a real-time runtime: rank 0's gathered timeline
 };
 // `observer` sees rank 0's records as they are made.
 RanksRun run_ranks(const PointConfig& point, const Components& c, Backends& backends,

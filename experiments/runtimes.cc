@@ -87,7 +87,7 @@ void register_runtimes(RuntimeRegistry& r) {
   r.add("sim", "the discrete-event network simulator (virtual time, deterministic)", kSimulated,
         [](const WorldRequest& q) {
           return std::make_unique<netsim::SimWorld>(cluster_of(q),
-                                                    netsim::SimOptions{.trace = q.trace});
+                                                    netsim::SimOptions{.trace = q.trace, .trace_filter = q.trace_filter});
         });
   r.add("threads", "one thread per rank in this process (real time)", kInProcess,
         [](const WorldRequest& q) {

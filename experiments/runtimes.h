@@ -41,7 +41,8 @@ struct WorldRequest {
   const netsim::ClusterSpec* cluster = nullptr;  // null when the config gives none (job runtimes only)
   int ranks = 0;           // the cluster's hosts x devices_per_host; 0 without a cluster
   int ranks_per_host = 0;  // the cluster's devices_per_host; 0 without a cluster
-  bool trace = false;      // output.trace: record a timeline (virtual-time runtimes only)
+  bool trace = false;      // output.trace: record a timeline (virtual-time runtimes record it)
+  TraceFilter trace_filter;
   int* argc = nullptr;     // the process's arguments, for a launcher's library (MPI_Init)
   char*** argv = nullptr;
 };

@@ -155,7 +155,8 @@ Time SimClock::compute(const Work& work) {
   const Time begin = world_.engine.now();
   if (d > Time::zero()) world_.fibers.sleep(d);
   if (world_.tracing && d > Time::zero())
-    world_.trace.span(rank_, f.track, "compute", "compute", begin, world_.engine.now());
+    world_.trace.span(rank_, f.track, work.label.empty() ? std::string_view("compute") : work.label,
+                      "compute", begin, world_.engine.now());
   return d;
 }
 
@@ -168,6 +169,10 @@ void SimClock::sleep(Time d) {
 void SimTracer::span(std::string_view name, std::string_view category, int track, Time begin,
                      Time end) {
   world_.trace.span(rank_, track, name, category, begin, end);
+}
+
+void SimTracer::begin_iteration(int64_t k) {
+  world_.trace.begin_iteration(rank_, k);
 }
 
 SimContext::SimContext(World& world, int rank)

@@ -38,6 +38,7 @@ class SimTracer final : public Tracer {
  public:
   SimTracer(World& world, int rank) : world_(world), rank_(rank) {}
   void span(std::string_view name, std::string_view category, int track, Time begin, Time end) override;
+  void begin_iteration(int64_t k) override;
 
  private:
   World& world_;

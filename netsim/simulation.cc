@@ -17,6 +17,7 @@ World::World(const ClusterSpec& spec_in, const SimOptions& options)
       topology_owner(make_topology(spec_in)),
       topology(*topology_owner),
       network(topology, spec_in.factors, spec_in.hosts, engine),
+      trace(options.trace_filter),
       totals(static_cast<size_t>(spec_in.world_size())),
       mailbox(*this),
       fibers(engine, [this](Fibers::Fiber& f, std::exception_ptr e) {

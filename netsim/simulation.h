@@ -15,6 +15,7 @@
 
 #include "core/context.h"
 #include "core/params.h"
+#include "core/trace.h"
 #include "core/units.h"
 #include "core/world.h"
 
@@ -154,7 +155,8 @@ void validate_model(const ClusterSpec& spec, const std::string& prefix = "");
 Time lone_transfer_time(const ClusterSpec& spec, int src, int dst, Bytes bytes);
 
 struct SimOptions {
-  bool trace = false;  // record a Chrome trace-event timeline
+  bool trace = false;          // record a Chrome trace-event timeline
+  TraceFilter trace_filter;    // which ranks and iterations it keeps (core/trace.h)
 };
 
 // Per-rank and per-link totals over the whole run (the simulated time); the types of core's RunReport.

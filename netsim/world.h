@@ -13,7 +13,7 @@
 #include "netsim/network.h"
 #include "netsim/simulation.h"
 #include "netsim/topology.h"
-#include "netsim/trace.h"
+#include "core/trace.h"
 #include "netsim/transport.h"
 
 namespace bagua::netsim {

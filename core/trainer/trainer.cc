@@ -104,6 +104,20 @@ TrainResult train(RankContext& ctx, Model& model, Optimizer& optimizer, Algorith
     });
   };
 
+  // Timelines name each compute slice after its layer and pass (only when a tracer records them).
+  Tracer* const tracer = ctx.tracer();
+  std::vector<std::string> forward_label, backward_label;
+  if (tracer) {
+    for (const Layer& layer : layers) {
+      forward_label.push_back("forward " + layer.name);
+      backward_label.push_back("backward " + layer.name);
+    }
+  }
+  auto labelled = [&](Work w, const std::vector<std::string>& labels, size_t l) {
+    if (tracer) w.label = labels[l];
+    return w;
+  };
+
   TrainResult result;
   result.rank = ctx.transport().rank();
   result.iterations.reserve(static_cast<size_t>(options.iterations));
@@ -113,6 +127,7 @@ TrainResult train(RankContext& ctx, Model& model, Optimizer& optimizer, Algorith
     IterationRecord rec;
     rec.iteration = step;
     rec.begin = clock.now();
+    if (tracer) tracer->begin_iteration(step);
 
     algorithm.before_forward(state);
     if (tensors.mirrored) copy(tensors.host_weights, tensors.weights);
@@ -124,8 +139,8 @@ TrainResult train(RankContext& ctx, Model& model, Optimizer& optimizer, Algorith
     Time in_hooks;
 
     // Forward: every layer's modelled cost, in forward order.
-    for (const Layer& layer : layers)
-      clock.compute(layer.forward);
+    for (size_t l = 0; l < layers.size(); ++l)
+      clock.compute(labelled(layers[l].forward, forward_label, l));
 
     // Backward: layer by layer, last first; a bucket is handed to the algorithm (overlap) the moment
     // its last layer's gradients are final.
@@ -134,7 +149,7 @@ TrainResult train(RankContext& ctx, Model& model, Optimizer& optimizer, Algorith
     int next_ready = 0;  // buckets become ready strictly in index order
     rec.loss = model.forward_backward(tensors.model_weights(), tensors.model_grads(), step, [&](int l) {
       const Layer& layer = layers[static_cast<size_t>(l)];
-      clock.compute(layer.backward);
+      clock.compute(labelled(layer.backward, backward_label, static_cast<size_t>(l)));
       if (tensors.mirrored)
         copy(tensors.grads.view().slice(layer.offset, layer.count),
              tensors.host_grads.view().slice(layer.offset, layer.count));
@@ -161,7 +176,9 @@ TrainResult train(RankContext& ctx, Model& model, Optimizer& optimizer, Algorith
     algorithm.after_backward(state);
     const Time update_begin = clock.now();
     algorithm.apply_update(state);
-    clock.compute(algorithm.update_cost(state));
+    Work update = algorithm.update_cost(state);
+    if (tracer) update.label = "update";
+    clock.compute(update);
     rec.compute += clock.now() - update_begin;
     algorithm.after_update(state);
     rec.end = clock.now();

@@ -184,8 +184,7 @@ TEST(Config, ErrorsAreOneLineNamingThePath) {
       {{"name=a b"},
        "name: use letters, digits, '_', '-' and '.' only (it names the output folder), got \"a b\""},
       {{"output.trace=1"}, "output.trace: expected bool, got 1"},
-      {{"runtime=threads", "output.trace=true"},
-       "output.trace: only the simulator records a timeline (runtime is \"threads\")"},
+      {{"output.trace_ranks=[1]"}, "output.trace_ranks: needs \"trace\": true"},
       {{"foo"}, "--set \"foo\": expected dotted.path=value, e.g. cluster.nic.bandwidth=\"10 Gbps\""},
       {{"name.x=1"}, "--set name.x: cannot set inside name, which is string \"unit\", not an object"},
   };

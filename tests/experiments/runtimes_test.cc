@@ -211,9 +211,8 @@ TEST(Runtimes, ConfigAcceptsExactlyTheRegisteredRuntimes) {
   EXPECT_EQ(load_error(*c, {"runtime=gloo"}), "");
   EXPECT_EQ(load_error(*c, {"runtime=gloo"}, false), "");
   EXPECT_EQ(load_error(*c, {"runtime=inproc"}, false), "cluster: missing (required)");
-  // Only a virtual-time runtime records a timeline.
-  EXPECT_EQ(load_error(*c, {"runtime=gloo", "output.trace=true"}),
-            "output.trace: only the simulator records a timeline (runtime is \"gloo\")");
+  // Every runtime records a timeline (a real-time one through the runner's TracingContext).
+  EXPECT_EQ(load_error(*c, {"runtime=gloo", "output.trace=true"}), "");
   EXPECT_EQ(load_error(*c, {"runtime=nope"}),
             "runtime: must be one of sim|threads|mpi|nccl|gloo|inproc, got \"nope\"");
 }

@@ -420,3 +420,32 @@ TEST_F(MpiCli, CalibrateAloneSaysItNeedsTwoRanks) {
 }
 
 }  // namespace
+
+// output.trace under mpirun: rank 0 gathers every process's spans into one timeline in the simulator's
+// format: each rank a process with its compute and communication tracks, the algorithm's buckets on the
+// communication track (the quickstart's 4 one-layer buckets per iteration), from the barrier on.
+TEST_F(MpiCli, TraceOfAJobHasEveryRanksTimeline) {
+  const Result mpi = bagua(2, {"run", "configs/quickstart.json", "-q", "--out", (dir_ / "mpi").string(),
+                               "--set", "runtime=mpi", "--set", "cluster.hosts=2", "--set",
+                               "cluster.devices_per_host=1", "--set", "schedule.iterations=3", "--set",
+                               "output.trace=true", "--set", "output.trace_iterations=[1, 2]"});
+  ASSERT_EQ(mpi.exit_code, 0) << mpi.err;
+  std::vector<fs::path> points;
+  for (const auto& e : fs::directory_iterator(dir_ / "mpi" / "points"))
+    points.push_back(e.path());
+  ASSERT_EQ(points.size(), 1u);
+  const Json trace = Json::parse(read_file(points[0] / "trace.json"));
+  std::map<int, int> buckets;  // pid -> allreduce bucket slices
+  std::set<std::pair<int, int>> lanes;
+  for (const Json& e : trace["traceEvents"]) {
+    if (e["name"] == "thread_name") lanes.insert({e["pid"].get<int>(), e["tid"].get<int>()});
+    if (e["ph"] != "X") continue;
+    EXPECT_GE(e["ts"].get<double>(), 0) << e.dump();
+    if (e["name"].get<std::string>().rfind("allreduce bucket ", 0) == 0) {
+      EXPECT_EQ(e["tid"], 1);
+      ++buckets[e["pid"].get<int>()];
+    }
+  }
+  EXPECT_EQ(lanes, (std::set<std::pair<int, int>>{{0, 0}, {0, 1}, {1, 0}, {1, 1}}));
+  EXPECT_EQ(buckets, (std::map<int, int>{{0, 2 * 4}, {1, 2 * 4}}));
+}
