@@ -23,6 +23,7 @@ WorldRequest request_of(const PointConfig& point, int* argc, char*** argv) {
     q.ranks_per_host = point.cluster.devices_per_host;
   }
   q.trace = point.output.trace;
+  q.watchdog = point.runtime_options.watchdog;
   q.argc = argc;
   q.argv = argv;
   return q;
@@ -34,6 +35,7 @@ WorldRequest request_of(const PointConfig& point, int* argc, char*** argv) {
 struct Backends::Job {
   std::string runtime;
   int ranks_per_host = 0;
+  Time watchdog;
   std::unique_ptr<World> world;
 };
 
@@ -59,11 +61,17 @@ void Backends::start_job(const PointConfig& point) {
                         std::to_string(job_->ranks_per_host) + " and " +
                         std::to_string(ranks_per_host) + ")");
     }
+    if (job_->watchdog != point.runtime_options.watchdog) {
+      throw ConfigError("runtime_options.watchdog: every " + point.runtime +
+                        " point of a run needs the same limit (" + to_string(job_->watchdog) + " and " +
+                        to_string(point.runtime_options.watchdog) + ")");
+    }
     return;
   }
   auto job = std::make_unique<Job>();
   job->runtime = point.runtime;
   job->ranks_per_host = ranks_per_host;
+  job->watchdog = point.runtime_options.watchdog;
   job->world = runtimes_.make(point.runtime, request_of(point, argc_, argv_));
   BAGUA_CHECK(job->world->is_job(), "runtime '" + point.runtime + "' registered as a job runtime");
   job_ = std::move(job);
