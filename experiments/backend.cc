@@ -24,6 +24,7 @@ WorldRequest request_of(const PointConfig& point, int* argc, char*** argv) {
   }
   q.trace = point.output.trace;
   q.trace_filter = point.output.trace_filter;
+  q.watchdog = point.runtime_options.watchdog;
   q.argc = argc;
   q.argv = argv;
   return q;
@@ -35,6 +36,7 @@ WorldRequest request_of(const PointConfig& point, int* argc, char*** argv) {
 struct Backends::Job {
   std::string runtime;
   int ranks_per_host = 0;
+  Time watchdog;
   std::unique_ptr<World> world;
 };
 
@@ -60,11 +62,17 @@ void Backends::start_job(const PointConfig& point) {
                         std::to_string(job_->ranks_per_host) + " and " +
                         std::to_string(ranks_per_host) + ")");
     }
+    if (job_->watchdog != point.runtime_options.watchdog) {
+      throw ConfigError("runtime_options.watchdog: every " + point.runtime +
+                        " point of a run needs the same limit (" + to_string(job_->watchdog) + " and " +
+                        to_string(point.runtime_options.watchdog) + ")");
+    }
     return;
   }
   auto job = std::make_unique<Job>();
   job->runtime = point.runtime;
   job->ranks_per_host = ranks_per_host;
+  job->watchdog = point.runtime_options.watchdog;
   job->world = runtimes_.make(point.runtime, request_of(point, argc_, argv_));
   BAGUA_CHECK(job->world->is_job(), "runtime '" + point.runtime + "' registered as a job runtime");
   job_ = std::move(job);

@@ -262,15 +262,25 @@ int run_cli(int argc, char** argv) {
     return app.exit(e);
   }
 
-  // Under mpirun every process loads the config; only the first prints what goes wrong before MPI runs.
+  // Under mpirun every process loads the config and meets the same config errors; only the first
+  // prints them. Its line must be out before any other rank exits with an error: Open MPI's mpirun
+  // ends the whole job as soon as one process exits with a non-zero status, and a rank 0 still on its
+  // way to printing was killed with it (a world-size mismatch under mpirun -np 8 lost its line in 6 of
+  // 10 runs).
+  // So the job (if one runs) outlives the printing: every rank ends it after the catch below, and
+  // MPI_Finalize waits for every rank (Open MPI's ends with a fence of all processes), rank 0's line
+  // being out by then.
   const bool may_print = launched_rank() == 0;
+  std::unique_ptr<Components> components;
+  std::unique_ptr<Backends> job;
   try {
-    const std::unique_ptr<Components> components = make_components();
+    components = make_components();
     if (app.got_subcommand("list")) {
       print_components(*components, std::cout);
       return 0;
     }
-    Backends backends(components->runtimes, &argc, &argv);
+    job = std::make_unique<Backends>(components->runtimes, &argc, &argv);
+    Backends& backends = *job;
     if (app.got_subcommand("calibrate")) {
       calibrate_options.max_size = parse_bytes(calibrate_max_size);
       calibrate_options.stream_size = parse_bytes(calibrate_stream_size);
@@ -354,6 +364,7 @@ int run_cli(int argc, char** argv) {
     return failed == 0 ? 0 : kExitPointFailed;
   } catch (const ConfigError& e) {
     if (may_print) write_line(std::cerr, std::string("config error: ") + e.what());
+    job.reset();  // ends the job, if one runs: MPI_Finalize, after rank 0 printed
     return kExitConfigError;
   }
 }

@@ -349,9 +349,9 @@ netsim::ClusterSpec parse_cluster(const Json& raw, bool simulated,
 
 // ---- one point --------------------------------------------------------------------------------------
 
-const std::vector<std::string> kTopKeys = {"name",     "description", "seed",      "runtime",
-                                           "cluster",  "workload",    "algorithm", "optimizer",
-                                           "schedule", "output",      "sweep"};
+const std::vector<std::string> kTopKeys = {
+    "name",     "description", "seed",      "runtime",  "runtime_options", "cluster",
+    "workload", "algorithm",   "optimizer", "schedule", "output",          "sweep"};
 
 bool valid_name(const std::string& s) {
   if (s.empty()) return false;
@@ -508,6 +508,20 @@ PointConfig parse_point(const Json& raw, const FileLocator& files, const Compone
       filter.first_iteration = *first;
       filter.last_iteration = *last;
       out["output"]["trace_iterations"] = Json::array({*first, *last});
+    }
+  }
+
+  // Runtime options (RuntimeOptions): accepted with every runtime (the simulator has no use for them),
+  // never written to the resolved config.
+  {
+    static const Json kEmpty = Json::object();
+    const Json* o = top.find("runtime_options");
+    ObjectReader r(o ? *o : kEmpty, "runtime_options", {"watchdog"});
+    if (r.has("watchdog")) {
+      p.runtime_options.watchdog = r.get_time("watchdog");
+      if (p.runtime_options.watchdog <= Time::zero())
+        throw ConfigError("runtime_options.watchdog: must be > 0, got " +
+                          json_text(r.required("watchdog")));
     }
   }
   return p;

@@ -103,6 +103,7 @@
 #include "experiments/json_util.h"
 #include "experiments/sweep.h"
 #include "netsim/simulation.h"
+#include "runtime/common/watchdog.h"
 
 namespace bagua::experiments {
 
@@ -135,6 +136,16 @@ struct OutputConfig {
   TraceFilter trace_filter;   // output.trace_ranks, output.trace_iterations
 };
 
+// Settings of a real runtime's run that never change its results: left out of the resolved config and
+// of the point's id, so that a rerun with other settings resumes the same points.
+struct RuntimeOptions {
+  // A wait (receive, send, native collective) of a real runtime longer than this ends the run with one
+  // line naming the rank, the peer, the operation and the bucket (runtime/common/watchdog.h). The
+  // default is Bagua's comm-op watchdog, 300 s (BaguaSys/bagua
+  // rust/bagua-core/bagua-core-internal/src/lib.rs, comm_monitor).
+  Time watchdog = runtime::Watchdog::kDefaultLimit;
+};
+
 // One point of an experiment, validated.
 struct PointConfig {
   int index = 0;      // position in the sweep, from 0
@@ -151,6 +162,7 @@ struct PointConfig {
   ComponentConfig optimizer;
   ScheduleConfig schedule;
   OutputConfig output;
+  RuntimeOptions runtime_options;
   Json resolved;  // the canonical form (see above)
 
   int world_size() const { return cluster.world_size(); }

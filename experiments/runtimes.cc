@@ -92,12 +92,13 @@ void register_runtimes(RuntimeRegistry& r) {
   r.add("threads", "one thread per rank in this process (real time)", kInProcess,
         [](const WorldRequest& q) {
           const netsim::ClusterSpec& c = cluster_of(q);
-          return std::make_unique<runtime::threads::ThreadsWorld>(c.world_size(), c.devices_per_host);
+          return std::make_unique<runtime::threads::ThreadsWorld>(c.world_size(), c.devices_per_host,
+                                                                  q.watchdog);
         });
 #if BAGUA_HAVE_MPI
   r.add("mpi", "one Open MPI process per rank, started by mpirun (real time)", kJob,
         [](const WorldRequest& q) {
-          return std::make_unique<runtime::mpi::MpiWorld>(q.argc, q.argv, q.ranks_per_host);
+          return std::make_unique<runtime::mpi::MpiWorld>(q.argc, q.argv, q.ranks_per_host, q.watchdog);
         });
 #else
   r.add_missing("mpi", "one Open MPI process per rank, started by mpirun (real time)", kJob,
@@ -106,7 +107,8 @@ void register_runtimes(RuntimeRegistry& r) {
 #if BAGUA_HAVE_NCCL
   r.add("nccl", "one process per GPU, started by mpirun, NCCL transport (real time)", kJob,
         [](const WorldRequest& q) {
-          return std::make_unique<runtime::nccl::NcclWorld>(q.argc, q.argv, q.ranks_per_host);
+          return std::make_unique<runtime::nccl::NcclWorld>(q.argc, q.argv, q.ranks_per_host,
+                                                            q.watchdog);
         });
 #else
   r.add_missing("nccl", "one process per GPU, started by mpirun, NCCL transport (real time)", kJob,

@@ -17,8 +17,10 @@
 #include <string>
 #include <vector>
 
+#include "core/units.h"
 #include "core/world.h"
 #include "netsim/simulation.h"
+#include "runtime/common/watchdog.h"
 
 namespace bagua::experiments {
 
@@ -43,6 +45,7 @@ struct WorldRequest {
   int ranks_per_host = 0;  // the cluster's devices_per_host; 0 without a cluster
   bool trace = false;      // output.trace: record a timeline (virtual-time runtimes record it)
   TraceFilter trace_filter;
+  Time watchdog = runtime::Watchdog::kDefaultLimit;  // runtime_options.watchdog (real runtimes)
   int* argc = nullptr;     // the process's arguments, for a launcher's library (MPI_Init)
   char*** argv = nullptr;
 };

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "core/check.h"
 #include "core/transport.h"
@@ -23,6 +24,33 @@ inline Tag bucket(Channel channel, int index) {
   BAGUA_CHECK(index >= 0 && index < (1 << kIndexBits),
               "bucket index " + std::to_string(index) + " out of range");
   return (static_cast<Tag>(channel) << kIndexBits) | static_cast<Tag>(index);
+}
+
+// What a tag names, for messages: "gradient bucket 3" for a tag made by bucket(), else "tag 7".
+inline std::string describe(Tag tag) {
+  const Tag channel = tag >> kIndexBits;
+  const int index = static_cast<int>(tag & ((Tag{1} << kIndexBits) - 1));
+  const char* name = nullptr;
+  switch (channel) {
+    case kGradient:
+      name = "gradient bucket ";
+      break;
+    case kWeights:
+      name = "weights bucket ";
+      break;
+    case kMomentum:
+      name = "momentum bucket ";
+      break;
+    case kControl:
+      name = "control message ";
+      break;
+    case kBackground:
+      name = "background averaging ";
+      break;
+    default:
+      return "tag " + std::to_string(tag);
+  }
+  return name + std::to_string(index) + " (tag " + std::to_string(tag) + ")";
 }
 
 }  // namespace bagua::tags

@@ -5,6 +5,7 @@
 #include "core/check.h"
 #include "core/collectives/collectives.h"
 #include "core/collectives/nccl.h"
+#include "core/operation.h"
 #include "core/ops.h"
 
 namespace bagua::collectives {
@@ -123,9 +124,11 @@ void allreduce(Transport& transport, const BufferView& data, ReduceOp op, Tag ta
     case AllreduceAlgo::kHalvingDoubling:
       halving_doubling_allreduce(transport, data, op, tag);
       return;
-    case AllreduceAlgo::kNative:
+    case AllreduceAlgo::kNative: {
+      const OperationScope scope("native allreduce");
       if (!transport.native_allreduce(data, op)) ring_allreduce(transport, data, op, tag);
       return;
+    }
     case AllreduceAlgo::kNccl:
       nccl_allreduce(transport, data, op, tag);
       return;

@@ -4,6 +4,7 @@
 
 #include "core/check.h"
 #include "core/collectives/collectives.h"
+#include "core/operation.h"
 #include "core/ops.h"
 
 namespace bagua::collectives {
@@ -13,6 +14,7 @@ void alltoall(Transport& transport, const BufferView& send, const BufferView& re
   // `recv` is from rank j. A rank first copies its own chunk across; then in `step` s = 1 .. ranks - 1
   // it sends to `destination` rank + s the chunk meant for it, and receives from `source` rank - s into
   // that rank's slot. Every pair meets exactly once, in both directions.
+  const OperationScope scope("alltoall");
   const int ranks = transport.size();
   const int rank = transport.rank();
   if (send.dtype() != recv.dtype() || send.count() != recv.count())

@@ -9,6 +9,7 @@
 
 #include "core/check.h"
 #include "core/collectives/nccl.h"
+#include "core/operation.h"
 #include "core/ops.h"
 
 namespace bagua::collectives {
@@ -183,6 +184,7 @@ void double_tree_allreduce(Transport& transport, const BufferView& data, ReduceO
   // on messages of smaller key, so the order never deadlocks, and it interleaves the trees as their
   // data arrives. A sender sends in its own key order; each receiver posts every receive up front, in
   // the sender's key order (into `incoming`, one slot per message), so each pair's messages match.
+  const OperationScope scope("double binary tree allreduce");
   validate(options);
   const int ranks = transport.size();
   const int me = transport.rank();

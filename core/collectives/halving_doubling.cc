@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "core/collectives/collectives.h"
+#include "core/operation.h"
 #include "core/ops.h"
 
 namespace bagua::collectives {
@@ -19,6 +20,7 @@ void halving_doubling_allreduce(Transport& transport, const BufferView& data, Re
   // is chunk core_rank, complete. Doubling retraces the steps (d = 1, 2, ..., core / 2): peers swap
   // their blocks, each block doubling. Last, every partner sends the result back to the even rank it
   // folded in (the unfold).
+  const OperationScope scope("halving-doubling allreduce");
   const int ranks = transport.size();
   const int rank = transport.rank();
   if (ranks == 1 || data.count() == 0) return;

@@ -6,6 +6,7 @@
 #include "core/check.h"
 #include "core/collectives/collectives.h"
 #include "core/collectives/nccl.h"
+#include "core/operation.h"
 #include "core/ops.h"
 
 namespace bagua::collectives {
@@ -106,6 +107,7 @@ void intra_host_reduce(HierarchicalGroups& groups, const BufferView& data, Reduc
   // The `plan` for this host's ranks and this buffer: NCCL's pipelined chain, whose root is the
   // leader (rank 0 of the host); a chain towards the leader in segments, one at a time; or a binomial
   // tree, unsegmented.
+  const OperationScope scope("intra-host reduce");
   Transport& intra = *groups.intra;
   const IntraHostPlan plan =
       plan_intra_host(groups.intra_host, intra.size(), data.count(), size_of(data.dtype()));
@@ -120,6 +122,7 @@ void intra_host_reduce(HierarchicalGroups& groups, const BufferView& data, Reduc
 
 void intra_host_broadcast(HierarchicalGroups& groups, const BufferView& data, Tag tag) {
   // As intra_host_reduce, from the leader outwards.
+  const OperationScope scope("intra-host broadcast");
   Transport& intra = *groups.intra;
   const IntraHostPlan plan =
       plan_intra_host(groups.intra_host, intra.size(), data.count(), size_of(data.dtype()));
@@ -137,6 +140,7 @@ void hierarchical_allreduce(HierarchicalGroups& groups, const BufferView& data, 
   // Each host reduces onto its leader (intra_host_reduce: NCCL's pipelined chain, a chain or a
   // binomial tree over the host's ranks), the leaders allreduce among themselves with `algo`, and each leader broadcasts the result
   // over its host (intra_host_broadcast).
+  const OperationScope scope("hierarchical allreduce");
   if (data.count() == 0) return;
   intra_host_reduce(groups, data, op, tag);
   if (groups.is_leader()) allreduce(*groups.leaders, data, op, tag, algo);
@@ -152,6 +156,7 @@ void hierarchical_reduce_scatter(HierarchicalGroups& groups, const BufferView& d
   // h - 1; in `step` s = 0 .. hosts - 2 it sends block h - s - 1 and receives block h - s - 2 into
   // `incoming`, reducing it in, so that it ends with its own block complete. Last, the leader hands
   // each rank of its host that rank's chunk.
+  const OperationScope scope("hierarchical reduce-scatter");
   if (data.count() == 0) return;
   const Chunking chunks(data, groups.world_size);
   intra_host_reduce(groups, data, op, tag);
@@ -200,6 +205,7 @@ void hierarchical_allgather(HierarchicalGroups& groups, const BufferView& data, 
   // allgather over blocks (`right` = host + 1, `left` = host - 1; in `step` s leader h forwards block
   // h - s and receives block h - s - 1 in place), and each leader broadcasts the whole buffer over its
   // host (intra_host_broadcast).
+  const OperationScope scope("hierarchical allgather");
   if (data.count() == 0) return;
   const Chunking chunks(data, groups.world_size);
   const std::vector<int>& host_ranks = groups.layout.hosts[static_cast<size_t>(groups.layout.my_host)];
@@ -238,6 +244,7 @@ void hierarchical_broadcast(HierarchicalGroups& groups, const BufferView& data, 
   // its host's leader it first sends the data to that leader; the leaders broadcast from root_host's
   // leader (binomial tree); every leader then broadcasts over its host (intra_host_broadcast; the
   // root receives its own data back).
+  const OperationScope scope("hierarchical broadcast");
   if (root < 0 || root >= groups.world_size)
     throw ConfigError("hierarchical_broadcast: root " + std::to_string(root) + " outside a world of " +
                       std::to_string(groups.world_size) + " ranks (rank " +

@@ -8,6 +8,7 @@
 
 #include "core/check.h"
 #include "core/collectives/nccl.h"
+#include "core/operation.h"
 
 namespace bagua::collectives {
 
@@ -199,6 +200,7 @@ std::string describe(const NcclTopology& topo, Bytes bytes) {
 }
 
 void nccl_allreduce(Transport& transport, const BufferView& data, ReduceOp op, Tag tag) {
+  const OperationScope scope("nccl allreduce");
   if (transport.size() == 1 || data.count() == 0) return;
   const NcclChoice choice = nccl_choose(nccl_topology(transport), data.bytes());
   PipelineOptions options;

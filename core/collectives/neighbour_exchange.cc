@@ -1,6 +1,7 @@
 // Neighbour exchange: every rank of a ring swaps one buffer with its two neighbours, the exchange of
 // the decentralized primitives (D_FP_S ring, D_LP_S, CHOCO gossip).
 #include "core/collectives/collectives.h"
+#include "core/operation.h"
 
 namespace bagua::collectives {
 
@@ -13,6 +14,7 @@ int neighbour_exchange(Transport& transport, const BufferView& data, const Buffe
   // received once, into `from_left`, and `from_right` is not touched (1 neighbour). One rank: nothing
   // moves (0 neighbours). Bagua's low-precision ring posts send-left, send-right, recv-left,
   // recv-right in one NCCL group (comm_ops/decentralized_low_precision_synchronous.rs); so does this.
+  const OperationScope scope("neighbour exchange");
   const int ranks = transport.size();
   const int rank = transport.rank();
   if (ranks == 1) return 0;

@@ -7,6 +7,7 @@
 
 #include "core/check.h"
 #include "core/collectives/nccl.h"
+#include "core/operation.h"
 #include "core/ops.h"
 
 namespace bagua::collectives {
@@ -192,6 +193,7 @@ bool nothing_to_do(const Transport& transport, const BufferView& data, const Pip
 
 void pipelined_reduce_scatter(Transport& transport, const BufferView& data, ReduceOp op, Tag tag,
                               const PipelineOptions& options) {
+  const OperationScope scope("pipelined reduce-scatter");
   if (nothing_to_do(transport, data, options)) return;
   std::vector<RingStep> steps;
   add_reduce_scatter_steps(steps, transport.rank(), transport.size());
@@ -200,6 +202,7 @@ void pipelined_reduce_scatter(Transport& transport, const BufferView& data, Redu
 
 void pipelined_allgather(Transport& transport, const BufferView& data, Tag tag,
                          const PipelineOptions& options) {
+  const OperationScope scope("pipelined allgather");
   if (nothing_to_do(transport, data, options)) return;
   std::vector<RingStep> steps;
   add_allgather_steps(steps, transport.rank(), transport.size());
@@ -210,6 +213,7 @@ void pipelined_ring_allreduce(Transport& transport, const BufferView& data, Redu
                               const PipelineOptions& options) {
   // The reduce-scatter's last step completes chunk rank, which the allgather's first step sends: the
   // 2 (ranks - 1) steps form one pipeline, as in runRing.
+  const OperationScope scope("pipelined ring allreduce");
   if (nothing_to_do(transport, data, options)) return;
   std::vector<RingStep> steps;
   add_reduce_scatter_steps(steps, transport.rank(), transport.size());
@@ -222,6 +226,7 @@ void pipelined_broadcast(Transport& transport, const BufferView& data, int root,
   // The ranks stand in a ring from the root: `position` p = rank - root (mod ranks). Each channel's
   // part moves slice by slice: the root sends it to its right, a rank at 0 < p < ranks - 1 forwards
   // each slice as soon as it has received it, the rank at p = ranks - 1 only receives.
+  const OperationScope scope("pipelined broadcast");
   const int ranks = transport.size();
   BAGUA_CHECK(root >= 0 && root < ranks, "pipelined_broadcast: root " + std::to_string(root));
   if (nothing_to_do(transport, data, options)) return;
@@ -251,6 +256,7 @@ void pipelined_reduce(Transport& transport, const BufferView& data, int root, Re
   // at p = 0 sends each slice of each channel's part to its right; a rank at 0 < p < ranks - 1
   // receives the slice into `incoming`, reduces it into its own and forwards the sum; the root
   // (p = ranks - 1) receives and reduces.
+  const OperationScope scope("pipelined reduce");
   const int ranks = transport.size();
   BAGUA_CHECK(root >= 0 && root < ranks, "pipelined_reduce: root " + std::to_string(root));
   if (nothing_to_do(transport, data, options)) return;

@@ -1,5 +1,6 @@
 // Ring reduce-scatter, ring allgather, and ring allreduce (the one followed by the other).
 #include "core/collectives/collectives.h"
+#include "core/operation.h"
 #include "core/ops.h"
 
 namespace bagua::collectives {
@@ -10,6 +11,7 @@ void reduce_scatter(Transport& transport, const BufferView& data, ReduceOp op, T
   // s = 0 .. ranks - 2 every rank sends chunk rank - s - 1, which holds the reduction of s + 1 ranks'
   // contributions, and receives chunk rank - s - 2 into `incoming`, reducing it into its own. Chunk r
   // thus starts at rank r + 1, travels once around the ring, and ends, complete, at rank r.
+  const OperationScope scope("reduce-scatter");
   const int ranks = transport.size();
   const int rank = transport.rank();
   if (ranks == 1 || data.count() == 0) return;
@@ -31,6 +33,7 @@ void allgather(Transport& transport, const BufferView& data, Tag tag) {
   // into one `chunk` per rank and rank r starts with chunk r. In `step` s = 0 .. ranks - 2 every rank
   // forwards chunk rank - s, the one it completed last, to the right and receives chunk rank - s - 1
   // from the left in place.
+  const OperationScope scope("allgather");
   const int ranks = transport.size();
   const int rank = transport.rank();
   if (ranks == 1 || data.count() == 0) return;
@@ -47,6 +50,7 @@ void allgather(Transport& transport, const BufferView& data, Tag tag) {
 void ring_allreduce(Transport& transport, const BufferView& data, ReduceOp op, Tag tag) {
   // A ring reduce-scatter leaves chunk r of rank r complete; a ring allgather then hands every complete
   // chunk to every rank: 2 (ranks - 1) steps, each moving one chunk.
+  const OperationScope scope("ring allreduce");
   reduce_scatter(transport, data, op, tag);
   allgather(transport, data, tag);
 }

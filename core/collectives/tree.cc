@@ -6,6 +6,7 @@
 
 #include "core/check.h"
 #include "core/collectives/collectives.h"
+#include "core/operation.h"
 #include "core/ops.h"
 
 namespace bagua::collectives {
@@ -164,6 +165,7 @@ void chain_reduce(Transport& transport, const BufferView& data, int root, Reduce
 
 void reduce(Transport& transport, const BufferView& data, int root, ReduceOp op, Tag tag,
             size_t segment_elements, ReduceAlgo algo) {
+  const OperationScope scope("reduce");
   check_root(transport, root, "reduce");
   const int ranks = transport.size();
   if (ranks == 1 || data.count() == 0) return;
@@ -180,6 +182,7 @@ void reduce(Transport& transport, const BufferView& data, int root, ReduceOp op,
 
 void broadcast(Transport& transport, const BufferView& data, int root, Tag tag, BroadcastAlgo algo,
                size_t segment_elements) {
+  const OperationScope scope("broadcast");
   check_root(transport, root, "broadcast");
   const int ranks = transport.size();
   if (ranks == 1 || data.count() == 0) return;
@@ -200,6 +203,7 @@ void tree_allreduce(Transport& transport, const BufferView& data, ReduceOp op, T
                     size_t segment_elements) {
   // A binomial reduce to rank 0, then a binomial broadcast from rank 0 over the same tree (the reduce
   // sends child to parent, the broadcast parent to child, so the shared tag cannot mix them up).
+  const OperationScope scope("tree allreduce");
   reduce(transport, data, 0, op, tag, segment_elements);
   broadcast(transport, data, 0, tag, BroadcastAlgo::kBinomial, segment_elements);
 }

@@ -2,6 +2,7 @@
 
 #include "core/check.h"
 #include "core/collectives/collectives.h"
+#include "core/operation.h"
 #include "core/ops.h"
 
 namespace bagua {
@@ -76,6 +77,7 @@ void DecentralizedFullPrecision::exchange(Transport& group, const BufferView& pe
       return;
     case PeerMode::kShiftOne: {
       const int peer = shift_one_peer(rank, ranks, step_);
+      const OperationScope scope("shift_one peer exchange");
       group.sendrecv(peer_weights, peer, left_, peer, tag);
       // Bagua's average_inplace: (peer's + own) / 2; both ranks of a pair compute the same sum.
       bagua::reduce(peer_weights, left_, ReduceOp::kSum);

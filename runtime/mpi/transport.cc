@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "core/check.h"
+#include "core/operation.h"
 
 namespace bagua::runtime::mpi {
 
@@ -25,8 +26,9 @@ void mpi_call_failed(const char* call, int error, const char* file, int line) {
   char text[MPI_MAX_ERROR_STRING] = {};
   int length = 0;
   if (MPI_Error_string(error, text, &length) != MPI_SUCCESS) length = 0;
+  const char* operation = current_operation();
   throw MpiError(std::string(file) + ":" + std::to_string(line) + ": rank " + world_rank_text() + ": " +
-                 call + " failed: " +
+                 call + (operation ? std::string(" in ") + operation : std::string()) + " failed: " +
                  (length > 0 ? std::string(text, static_cast<size_t>(length))
                              : "MPI error " + std::to_string(error)));
 }
@@ -87,10 +89,21 @@ std::vector<int> detect_hosts(MPI_Comm comm, int rank, int size) {
 }  // namespace
 
 struct MpiTransport::State {
-  explicit State(MPI_Comm owned) : comm(owned) {
+  State(MPI_Comm owned, std::shared_ptr<Watchdog> watching)
+      : comm(owned), watchdog(std::move(watching)) {
     BAGUA_MPI_CHECK(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN));
     BAGUA_MPI_CHECK(MPI_Comm_rank(comm, &rank));
     BAGUA_MPI_CHECK(MPI_Comm_size(comm, &size));
+    // Every rank's number in MPI_COMM_WORLD, for the watchdog's line (a subgroup numbers its own).
+    GroupGuard mine, world;
+    BAGUA_MPI_CHECK(MPI_Comm_group(comm, &mine.group));
+    BAGUA_MPI_CHECK(MPI_Comm_group(MPI_COMM_WORLD, &world.group));
+    std::vector<int> ranks(static_cast<size_t>(size));
+    for (int r = 0; r < size; ++r)
+      ranks[static_cast<size_t>(r)] = r;
+    world_ranks.resize(ranks.size());
+    BAGUA_MPI_CHECK(
+        MPI_Group_translate_ranks(mine.group, size, ranks.data(), world.group, world_ranks.data()));
     // MPI_TAG_UB is an attribute of MPI_COMM_WORLD and holds for every communicator.
     int* ub = nullptr;
     int found = 0;
@@ -177,9 +190,22 @@ struct MpiTransport::State {
     std::vector<uint8_t> scratch;
   };
 
+  // A watched wait of this rank for `peer` (this communicator's numbering, or Watchdog::kEveryPeer).
+  Watchdog::Watch watch(int peer, const char* what, Tag tag, bool has_tag = true) const {
+    return runtime::watch(
+        watchdog.get(),
+        {.rank = world_ranks[static_cast<size_t>(rank)],
+         .peer = peer == Watchdog::kEveryPeer ? peer : world_ranks[static_cast<size_t>(peer)],
+         .what = what,
+         .tag = tag,
+         .has_tag = has_tag});
+  }
+
   MPI_Comm comm = MPI_COMM_NULL;
+  std::shared_ptr<Watchdog> watchdog;
   int rank = 0;
   int size = 0;
+  std::vector<int> world_ranks;  // world_ranks[r] = rank r's number in MPI_COMM_WORLD
   Tag tag_ub = 0;
   std::mutex mu;  // guards free_scratch and detached
   std::vector<std::vector<uint8_t>> free_scratch;
@@ -223,7 +249,10 @@ class MpiRequest final : public Request {
   void wait() override {
     if (done_) return;
     MPI_Status status;
-    BAGUA_MPI_CHECK(MPI_Wait(&request_, &status));
+    {
+      const Watchdog::Watch watched = state_->watch(peer_, receive_ ? "recv" : "send", tag_);
+      BAGUA_MPI_CHECK(MPI_Wait(&request_, &status));
+    }
     finish(status);
   }
 
@@ -263,14 +292,14 @@ int wire_count(const BufferView& data, int rank, const char* what) {
 
 }  // namespace
 
-MpiTransport::MpiTransport(MPI_Comm comm, int ranks_per_host) {
+MpiTransport::MpiTransport(MPI_Comm comm, int ranks_per_host, std::shared_ptr<Watchdog> watchdog) {
   if (ranks_per_host < 0)
     throw ConfigError("mpi transport: ranks_per_host must be >= 0 (0 = detect), got " +
                       std::to_string(ranks_per_host));
   MPI_Comm own = MPI_COMM_NULL;
   BAGUA_MPI_CHECK(MPI_Comm_dup(comm, &own));
   try {
-    state_ = std::make_shared<State>(own);
+    state_ = std::make_shared<State>(own, std::move(watchdog));
   } catch (...) {
     free_comm(own);
     throw;
@@ -298,6 +327,15 @@ MPI_Comm MpiTransport::comm() const {
 
 Tag MpiTransport::max_tag() const {
   return state_->tag_ub;
+}
+
+Watchdog* MpiTransport::watchdog() const {
+  return state_->watchdog.get();
+}
+
+int MpiTransport::world_rank_of(int rank) const {
+  check_peer(rank, "world_rank_of");
+  return state_->world_ranks[static_cast<size_t>(rank)];
 }
 
 int MpiTransport::host_of(int rank) const {
@@ -376,7 +414,7 @@ std::unique_ptr<Transport> MpiTransport::subgroup(std::span<const int> ranks) {
       MPI_Comm_create_group(state_->comm, group.group, subgroup_tag(ranks, state_->tag_ub), &comm));
   std::shared_ptr<State> state;
   try {
-    state = std::make_shared<State>(comm);
+    state = std::make_shared<State>(comm, state_->watchdog);
   } catch (...) {
     free_comm(comm);
     throw;
@@ -420,8 +458,12 @@ bool MpiTransport::native_allreduce(const BufferView& data, ReduceOp op) {
               "native_allreduce: element count over INT_MAX");
   std::vector<uint8_t> scratch;
   void* elements = wire_buffer(data, "native_allreduce", scratch);
-  BAGUA_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, elements, static_cast<int>(data.count()), type, mpi_op,
-                                state_->comm));
+  {
+    const Watchdog::Watch watched =
+        state_->watch(Watchdog::kEveryPeer, "MPI_Allreduce", 0, /*has_tag=*/false);
+    BAGUA_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, elements, static_cast<int>(data.count()), type, mpi_op,
+                                  state_->comm));
+  }
   state_->give_back(std::move(scratch));
   return true;
 }

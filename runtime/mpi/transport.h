@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "core/transport.h"
+#include "runtime/common/watchdog.h"
 
 namespace bagua::runtime::mpi {
 
@@ -61,8 +62,10 @@ class MpiTransport final : public Transport {
   // A transport over a duplicate of `comm` (collective over `comm`). Rank r's host is
   // r / ranks_per_host when ranks_per_host > 0 (one machine emulating several hosts), otherwise the
   // shared-memory node MPI places it on (MPI_Comm_split_type with MPI_COMM_TYPE_SHARED), hosts being
-  // numbered in the order of their lowest rank.
-  explicit MpiTransport(MPI_Comm comm, int ranks_per_host = 0);
+  // numbered in the order of their lowest rank. Waits (a request's wait, native_allreduce) are watched
+  // by `watchdog` when it is given, in this transport and its subgroups.
+  explicit MpiTransport(MPI_Comm comm, int ranks_per_host = 0,
+                        std::shared_ptr<Watchdog> watchdog = nullptr);
   ~MpiTransport() override;
   MpiTransport(const MpiTransport&) = delete;
   MpiTransport& operator=(const MpiTransport&) = delete;
@@ -83,8 +86,13 @@ class MpiTransport final : public Transport {
   MPI_Comm comm() const;
   // The largest tag MPI accepts on this communicator (MPI_TAG_UB).
   Tag max_tag() const;
+  // The watchdog of this transport's waits (null: none).
+  Watchdog* watchdog() const;
+  // Rank `rank` of this group's number in MPI_COMM_WORLD.
+  int world_rank_of(int rank) const;
 
-  struct State;  // communicator, tag bound, scratch pool, detached requests; shared with requests
+  struct State;  // communicator, tag bound, scratch pool, detached requests, watchdog; shared with
+                 // requests
 
  private:
   MpiTransport(std::shared_ptr<State> state, std::vector<int> hosts);

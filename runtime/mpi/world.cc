@@ -44,6 +44,15 @@ constexpr std::chrono::seconds kConfigErrorAgreement{10};
   std::abort();  // MPI_Abort does not return
 }
 
+// The watchdog's expiry: its line, whole, then the end of the job. Called on the watchdog's thread
+// (MPI_THREAD_MULTIPLE allows MPI_Abort there while other threads wait in MPI).
+[[noreturn]] void watchdog_expired(const std::string& line) {
+  std::fprintf(stderr, "%s; ending the job\n", line.c_str());
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  std::abort();  // MPI_Abort does not return
+}
+
 [[noreturn]] void thread_level_too_low(int provided) {
   throw ConfigError("mpi runtime: the MPI library provides " + thread_level_name(provided) +
                     ", the runtime needs MPI_THREAD_MULTIPLE (compute and communication streams of one "
@@ -113,18 +122,26 @@ class MpiWorld::Context final : public RankContext {
   MPI_Comm agreement_ = MPI_COMM_NULL;
 };
 
-MpiWorld::MpiWorld(int* argc, char*** argv, int ranks_per_host)
-    : session_(std::make_unique<Session>(argc, argv)) {
-  auto transport = std::make_unique<MpiTransport>(MPI_COMM_WORLD, ranks_per_host);
+MpiWorld::MpiWorld(int* argc, char*** argv, int ranks_per_host, Time watchdog)
+    : session_(std::make_unique<Session>(argc, argv)),
+      watchdog_(std::make_shared<Watchdog>(watchdog, watchdog_expired)) {
+  auto transport = std::make_unique<MpiTransport>(MPI_COMM_WORLD, ranks_per_host, watchdog_);
   // Every rank takes its clock's origin right after the same barrier: times of different ranks are
   // comparable to within the barrier's skew (microseconds on one host).
-  BAGUA_MPI_CHECK(MPI_Barrier(transport->comm()));
+  {
+    const Watchdog::Watch watched =
+        watchdog_->watch({.rank = transport->rank(), .what = "MPI_Barrier at start", .has_tag = false});
+    BAGUA_MPI_CHECK(MPI_Barrier(transport->comm()));
+  }
   context_ = std::make_unique<Context>(std::move(transport), RealClock(RealClock::Steady::now()));
 }
 
 MpiWorld::~MpiWorld() {
   context_.reset();  // communicators are freed before MPI is finalized
+  // MPI_Finalize is not watched: it waits for every rank (Open MPI's ends with a fence of all
+  // processes), and rank 0 may rightly come much later than the others (it writes the results).
   session_.reset();
+  watchdog_.reset();
 }
 
 RankContext& MpiWorld::context() {

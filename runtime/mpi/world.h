@@ -16,7 +16,9 @@
 #include <memory>
 
 #include "core/context.h"
+#include "core/units.h"
 #include "core/world.h"
+#include "runtime/common/watchdog.h"
 
 namespace bagua::runtime::mpi {
 
@@ -27,7 +29,11 @@ class MpiWorld final : public World {
   // Initializes MPI (collective over every process of the job). Rank r's host is r / ranks_per_host
   // when ranks_per_host > 0 (one machine emulating several hosts), otherwise the node MPI placed it on.
   // Throws ConfigError if the MPI library cannot provide MPI_THREAD_MULTIPLE or MPI was finalized.
-  MpiWorld(int* argc, char*** argv, int ranks_per_host = 0);
+  //
+  // Watchdog (runtime/common/watchdog.h): a wait of this rank's transport (and its subgroups') or the
+  // barrier at start that lasts longer than `watchdog` prints the watchdog's line on stderr and ends
+  // the job (MPI_Abort, so that mpirun ends every other rank too; exit status 1).
+  MpiWorld(int* argc, char*** argv, int ranks_per_host = 0, Time watchdog = Watchdog::kDefaultLimit);
   ~MpiWorld();  // frees the context's communicators, then finalizes MPI
   MpiWorld(const MpiWorld&) = delete;
   MpiWorld& operator=(const MpiWorld&) = delete;
@@ -50,6 +56,9 @@ class MpiWorld final : public World {
   // run()'s error handling around any work of this rank (NcclWorld runs its own context through it).
   void guard(const std::function<void()>& work);
 
+  // The watchdog of this rank's waits, for transports built over this world (the NCCL runtime's).
+  const std::shared_ptr<Watchdog>& watchdog() const { return watchdog_; }
+
   // Whether this process was started by mpirun (Open MPI's or PMIx's environment is present).
   static bool launched_by_mpirun();
 
@@ -57,6 +66,7 @@ class MpiWorld final : public World {
   struct Session;  // MPI initialized here or before, finalized on destruction
   class Context;
   std::unique_ptr<Session> session_;
+  std::shared_ptr<Watchdog> watchdog_;
   std::unique_ptr<Context> context_;
 };
 

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "core/check.h"
+#include "runtime/common/watchdog.h"
+#include "runtime/mpi/transport.h"
 #include "runtime/nccl/check.h"
 #include "runtime/nccl/space.h"
 
@@ -231,6 +233,19 @@ struct NcclTransport::State {
                                async, __FILE__, __LINE__);
   }
 
+  // A watched wait of this rank for `peer` (this group's numbering, or Watchdog::kEveryPeer), by the
+  // watchdog of the bootstrap MPI transport, in MPI_COMM_WORLD's numbering; nothing without one.
+  Watchdog::Watch watch(int peer, const char* what, Tag tag, bool has_tag = true) const {
+    const auto* mpi = dynamic_cast<const mpi::MpiTransport*>(bootstrap.get());
+    if (!mpi || !mpi->watchdog()) return {};
+    return mpi->watchdog()->watch(
+        {.rank = mpi->world_rank_of(rank),
+         .peer = peer == Watchdog::kEveryPeer ? peer : mpi->world_rank_of(peer),
+         .what = what,
+         .tag = tag,
+         .has_tag = has_tag});
+  }
+
   // Polls `done` until it has completed, watching the communicator for asynchronous errors (a plain
   // cudaEventSynchronize would wait forever for a peer that failed).
   void wait_for(Lane& lane, const CudaEvent& done) const {
@@ -283,7 +298,10 @@ class NcclRequest final : public Request {
     if (!op_) return;
     NcclTransport::State::Lane& lane = state_->lane(lane_);
     const std::shared_ptr<CudaEvent> done = state_->launched(lane, *op_);
-    state_->wait_for(lane, *done);
+    {
+      const Watchdog::Watch watched = state_->watch(op_->peer, op_->send ? "send" : "recv", op_->tag);
+      state_->wait_for(lane, *done);
+    }
     complete();
   }
 
@@ -461,7 +479,11 @@ bool NcclTransport::native_allreduce(const BufferView& data, ReduceOp op) {
     done = std::make_shared<CudaEvent>();
     BAGUA_CUDA_CHECK(cudaEventRecord(done->get(), lane.stream));
   }
-  s.wait_for(lane, *done);
+  {
+    const Watchdog::Watch watched =
+        s.watch(Watchdog::kEveryPeer, "ncclAllReduce", 0, /*has_tag=*/false);
+    s.wait_for(lane, *done);
+  }
   if (data.memory() == Memory::kHost) copy_bytes(s.device, data.data(), staging.data(), bytes);
   return true;
 }

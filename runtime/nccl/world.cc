@@ -77,8 +77,8 @@ class NcclWorld::Context final : public RankContext {
   RealClock clock_;
 };
 
-NcclWorld::NcclWorld(int* argc, char*** argv, int ranks_per_host)
-    : mpi_(std::make_unique<mpi::MpiWorld>(argc, argv, ranks_per_host)) {
+NcclWorld::NcclWorld(int* argc, char*** argv, int ranks_per_host, Time watchdog)
+    : mpi_(std::make_unique<mpi::MpiWorld>(argc, argv, ranks_per_host, watchdog)) {
   // Every rank needs a GPU of its own: NCCL refuses two ranks of one communicator on one GPU. Decided
   // collectively, so that all ranks throw together rather than some waiting in ncclCommInitRank.
   const int devices = visible_devices();
@@ -109,7 +109,8 @@ NcclWorld::NcclWorld(int* argc, char*** argv, int ranks_per_host)
   BAGUA_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
 
   auto lanes = std::make_shared<LaneSelector>(std::this_thread::get_id());
-  auto bootstrap = std::make_unique<mpi::MpiTransport>(MPI_COMM_WORLD, ranks_per_host);
+  auto bootstrap =
+      std::make_unique<mpi::MpiTransport>(MPI_COMM_WORLD, ranks_per_host, mpi_->watchdog());
   auto transport = std::make_unique<NcclTransport>(std::move(bootstrap), device, lanes);
   context_ = std::make_unique<Context>(device, std::move(transport), std::move(lanes));
 }

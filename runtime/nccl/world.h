@@ -25,7 +25,9 @@
 #include <memory>
 
 #include "core/context.h"
+#include "core/units.h"
 #include "core/world.h"
+#include "runtime/common/watchdog.h"
 
 namespace bagua::runtime::mpi {
 class MpiWorld;
@@ -41,8 +43,9 @@ class NcclWorld final : public World {
   // Collective over every process of the job: initializes MPI, picks this rank's GPU, creates the NCCL
   // communicators. Rank r's host is r / ranks_per_host when ranks_per_host > 0 (one machine emulating
   // several hosts), otherwise its node. Throws ConfigError when this process sees no CUDA device, or
-  // fewer devices than ranks run on its node.
-  NcclWorld(int* argc, char*** argv, int ranks_per_host = 0);
+  // fewer devices than ranks run on its node. A wait for a send, a receive or ncclAllReduce (and MPI's
+  // waits) longer than `watchdog` ends the job with one line (runtime/mpi/world.h).
+  NcclWorld(int* argc, char*** argv, int ranks_per_host = 0, Time watchdog = Watchdog::kDefaultLimit);
   ~NcclWorld();  // communicators, then MPI
   NcclWorld(const NcclWorld&) = delete;
   NcclWorld& operator=(const NcclWorld&) = delete;

@@ -22,19 +22,26 @@ class DoneRequest final : public Request {
 
 class RecvRequest final : public Request {
  public:
-  RecvRequest(std::shared_ptr<Mailbox> mailbox, std::shared_ptr<Mailbox::Slot> slot)
-      : mailbox_(std::move(mailbox)), slot_(std::move(slot)) {}
+  // `key` in world ranks: the receiving rank is key.dst, the peer key.src.
+  RecvRequest(std::shared_ptr<Mailbox> mailbox, std::shared_ptr<Mailbox::Slot> slot,
+              const Mailbox::Key& key)
+      : mailbox_(std::move(mailbox)), slot_(std::move(slot)), key_(key) {}
   // A receive abandoned before completion (its rank is unwinding an exception) must never be written
   // into: its buffer may be gone.
   ~RecvRequest() override { mailbox_->cancel(*slot_); }
   RecvRequest(const RecvRequest&) = delete;
   RecvRequest& operator=(const RecvRequest&) = delete;
   bool test() override { return mailbox_->done(*slot_); }
-  void wait() override { mailbox_->wait(*slot_); }
+  void wait() override {
+    const Watchdog::Watch watched = watch(
+        mailbox_->watchdog(), {.rank = key_.dst, .peer = key_.src, .what = "recv", .tag = key_.tag});
+    mailbox_->wait(*slot_);
+  }
 
  private:
   std::shared_ptr<Mailbox> mailbox_;
   std::shared_ptr<Mailbox::Slot> slot_;
+  Mailbox::Key key_;
 };
 
 }  // namespace
@@ -152,9 +159,10 @@ RequestPtr ThreadsTransport::isend(const BufferView& data, int dst, Tag tag) {
 
 RequestPtr ThreadsTransport::irecv(const BufferView& data, int src, Tag tag) {
   check_peer(src, "irecv");
-  auto slot = mailbox_->post_recv(
-      {group_, members_[static_cast<size_t>(src)], members_[static_cast<size_t>(rank_)], tag}, data);
-  return std::make_unique<RecvRequest>(mailbox_, std::move(slot));
+  const Mailbox::Key key{group_, members_[static_cast<size_t>(src)],
+                         members_[static_cast<size_t>(rank_)], tag};
+  auto slot = mailbox_->post_recv(key, data);
+  return std::make_unique<RecvRequest>(mailbox_, std::move(slot), key);
 }
 
 std::unique_ptr<Transport> ThreadsTransport::subgroup(std::span<const int> ranks) {

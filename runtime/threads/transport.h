@@ -18,12 +18,17 @@
 #include <vector>
 
 #include "core/transport.h"
+#include "runtime/common/watchdog.h"
 
 namespace bagua::runtime::threads {
 
 // Shared by every rank of a world.
 class Mailbox {
  public:
+  // Receives are watched by `watchdog` (may be null: never), which must outlive their waits.
+  explicit Mailbox(Watchdog* watchdog = nullptr) : watchdog_(watchdog) {}
+  Watchdog* watchdog() const { return watchdog_; }
+
   struct Key {
     uint64_t group;
     int src;  // world ranks
@@ -52,6 +57,7 @@ class Mailbox {
   };
   void deliver(Slot& slot, const BufferView& into, const uint8_t* bytes, int64_t size, bool meta);
 
+  Watchdog* watchdog_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::map<Key, Queue> queues_;

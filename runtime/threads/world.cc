@@ -33,16 +33,22 @@ class ThreadsContext final : public RankContext {
 
 }  // namespace
 
-ThreadsWorld::ThreadsWorld(int ranks, int ranks_per_host)
-    : ranks_(ranks), ranks_per_host_(ranks_per_host) {
+ThreadsWorld::ThreadsWorld(int ranks, int ranks_per_host, Time watchdog)
+    : ranks_(ranks), ranks_per_host_(ranks_per_host), watchdog_(watchdog) {
   if (ranks < 1) throw ConfigError("threads world: ranks must be >= 1, got " + std::to_string(ranks));
   if (ranks_per_host < 1)
     throw ConfigError("threads world: ranks_per_host must be >= 1, got " +
                       std::to_string(ranks_per_host));
+  if (watchdog <= Time::zero())
+    throw ConfigError("threads world: the watchdog limit must be > 0, got " + to_string(watchdog));
 }
 
 void ThreadsWorld::run(const std::function<void(RankContext&)>& body) {
-  auto mailbox = std::make_shared<Mailbox>();
+  // The watchdog outlives the mailbox's waits (the ranks are joined before it is destroyed); its
+  // expiry wakes every wait with its line.
+  std::shared_ptr<Mailbox> mailbox;
+  Watchdog watchdog(watchdog_, [&mailbox](const std::string& line) { mailbox->abort(line); });
+  mailbox = std::make_shared<Mailbox>(&watchdog);
   std::vector<int> members(static_cast<size_t>(ranks_));
   std::iota(members.begin(), members.end(), 0);
   std::vector<int> hosts(members.size());

@@ -4,16 +4,20 @@
 #include <functional>
 
 #include "core/context.h"
+#include "core/units.h"
 #include "core/world.h"
+#include "runtime/common/watchdog.h"
 
 namespace bagua::runtime::threads {
 
 class ThreadsWorld final : public World {
  public:
-  // `ranks` threads; rank r is on host r / ranks_per_host.
-  explicit ThreadsWorld(int ranks, int ranks_per_host = 1);
+  // `ranks` threads; rank r is on host r / ranks_per_host. A receive waiting longer than `watchdog`
+  // ends the run (runtime/common/watchdog.h).
+  explicit ThreadsWorld(int ranks, int ranks_per_host = 1, Time watchdog = Watchdog::kDefaultLimit);
   // Runs `body` on every rank, each on its own thread, and joins them. If a rank throws, the others'
-  // waits are aborted and the first exception is rethrown here.
+  // waits are aborted and the first exception is rethrown here. When the watchdog expires, every
+  // rank's waits are aborted with the watchdog's line, which run() throws (std::runtime_error).
   void run(const std::function<void(RankContext&)>& body) override;
   int rank() const override { return 0; }
   int size() const override { return ranks_; }
@@ -21,6 +25,7 @@ class ThreadsWorld final : public World {
  private:
   int ranks_;
   int ranks_per_host_;
+  Time watchdog_;
 };
 
 }  // namespace bagua::runtime::threads

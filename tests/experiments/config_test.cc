@@ -133,9 +133,8 @@ TEST(Config, ErrorsAreOneLineNamingThePath) {
        "algorithm.name: unknown algorithm \"nope\" (known: toy_allreduce, toy_decentralized)"},
       {{"runtime=tcp"}, "runtime: must be one of sim|threads|mpi|nccl, got \"tcp\""},
       {{"nmae=x"},
-       "nmae: unknown key (known: name, description, seed, runtime, cluster, workload, algorithm, "
-       "optimizer, "
-       "schedule, output, sweep)"},
+       "nmae: unknown key (known: name, description, seed, runtime, runtime_options, cluster, "
+       "workload, algorithm, optimizer, schedule, output, sweep)"},
       {{"cluster.topology={\"name\": \"star\", \"hosts_per_leaf\": 2}"},
        "cluster.topology.hosts_per_leaf: unknown key (known: name)"},
       {{"cluster.topology=leaf_spine"}, "cluster.topology.hosts_per_leaf: missing (required)"},
