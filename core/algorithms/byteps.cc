@@ -67,15 +67,44 @@ void Byteps::init(TrainState& s) {
     BAGUA_CHECK_EQ(b.layers.size(), size_t{1}, "byteps: one tensor per bucket");
     partitions_.push_back(byteps_partitions(b.layers.front(), b.count, bound, servers));
   }
+  reduce_ = s.ctx.make_stream("byteps reduce");
+  broadcast_ = s.ctx.make_stream("byteps broadcast");
+  push_pull_.clear();
+  const size_t streams = std::min(s.buckets.size(), kPushPullStreams);
+  for (size_t i = 0; i < streams; ++i)
+    push_pull_.push_back(s.ctx.make_stream("byteps push/pull " + std::to_string(i)));
+}
+
+void Byteps::before_forward(TrainState& s) {
+  // Every stream is idle here (after_backward waited for them).
+  reduced_.clear();
+  pulled_.clear();
+  for (size_t i = 0; i < s.buckets.size(); ++i) {
+    reduced_.push_back(s.ctx.make_event());
+    pulled_.push_back(s.ctx.make_event());
+  }
 }
 
 void Byteps::on_bucket_ready(TrainState& s, const Bucket& b) {
-  s.comm.submit([this, &s, &b] {
-    TraceScope scope(s.ctx, "byteps tensor " + std::to_string(b.index), "comm", 1);
+  const auto t = static_cast<size_t>(b.index);
+  const Tag tag = tags::bucket(tags::kGradient, b.index);
+  const bool root = groups_->is_leader();
+  reduce_->submit([this, &s, &b, t, tag] {
+    TraceScope scope(s.ctx, "byteps reduce " + std::to_string(b.index), "comm", 1);
+    collectives::intra_host_reduce(*groups_, s.grads_of(b), ReduceOp::kSum, tag);
+    reduced_[t]->set();
+  });
+  if (root)
+    push_pull_[t % push_pull_.size()]->submit([this, &s, &b, t] {
+      reduced_[t]->wait();
+      TraceScope scope(s.ctx, "byteps push/pull " + std::to_string(b.index), "comm", 2);
+      push_pull(s, b);
+      pulled_[t]->set();
+    });
+  broadcast_->submit([this, &s, &b, t, tag, root] {
+    (root ? pulled_[t] : reduced_[t])->wait();
+    TraceScope scope(s.ctx, "byteps broadcast " + std::to_string(b.index), "comm", 1);
     const BufferView grads = s.grads_of(b);
-    const Tag tag = tags::bucket(tags::kGradient, b.index);
-    collectives::intra_host_reduce(*groups_, grads, ReduceOp::kSum, tag);
-    if (groups_->is_leader()) push_pull(s, b);
     collectives::intra_host_broadcast(*groups_, grads, tag);
     scale(grads, 1.0 / s.ctx.transport().size());
   });
@@ -136,7 +165,10 @@ void Byteps::push_pull(TrainState& s, const Bucket& b) {
 }
 
 void Byteps::after_backward(TrainState& s) {
-  s.comm.synchronize();
+  reduce_->synchronize();
+  for (const std::unique_ptr<Stream>& stream : push_pull_)
+    stream->synchronize();
+  broadcast_->synchronize();
 }
 
 }  // namespace bagua

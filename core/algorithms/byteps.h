@@ -15,8 +15,10 @@
 //               default): djb2 over the key's decimal digits
 //   local root  a host's first rank, the one that talks to the servers (BytePS's LOCAL_ROOT); in the
 //               colocated mode the host's server runs beside it and answers over the same NIC
-//   the steps   per tensor, on the communication stream, in the order tensors become ready:
-//               reduce     intra-host reduce of the tensor onto the local root (NCCL's pipelined reduce)
+//   the steps   per tensor, in the order tensors become ready:
+//               reduce     intra-host reduce of the tensor onto the local root (NCCL's pipelined reduce),
+//                          one tensor after another on a reduce stream (BytePS's one NCCL reduce stream,
+//                          _reduce_stream in global.cc)
 //               push       the local root sends each partition to its server; a partition whose server
 //                          is on its own host is handed over locally
 //               sum        each server adds the hosts' copies of its partitions, in host order
@@ -27,8 +29,7 @@
 // intra-host reduce and broadcast run.
 //
 // What is not modelled: the copies between GPU and host memory around push and pull, the servers' CPU
-// time for the sum, and BytePS's priority scheduling of partitions across tensors (here a tensor's
-// partitions all go at once and tensors follow one another). `cpu_hosts` (servers on extra CPU-only
+// time for the sum, and BytePS's optional priority scheduling (off by default, as said). `cpu_hosts` (servers on extra CPU-only
 // machines, BytePS's other deployment) needs ranks that do not train: every rank of a World runs the
 // trainer, and a topology's hosts are all worker hosts, so it is not offered.
 #pragma once
@@ -69,8 +70,12 @@ class Byteps final : public Algorithm {
   std::string name() const override { return "byteps"; }
   std::vector<Bucket> buckets(const std::vector<Layer>& layers, Bytes budget) const override;
   void init(TrainState& s) override;
+  void before_forward(TrainState& s) override;
   void on_bucket_ready(TrainState& s, const Bucket& b) override;
   void after_backward(TrainState& s) override;
+
+  // Tensors whose push and pull may be in flight at once (see above).
+  static constexpr size_t kPushPullStreams = 32;
 
  private:
   void push_pull(TrainState& s, const Bucket& b);
@@ -78,7 +83,11 @@ class Byteps final : public Algorithm {
   int64_t partition_bytes_;
   std::unique_ptr<collectives::HierarchicalGroups> groups_;
   std::vector<std::vector<BytepsPartition>> partitions_;  // per tensor (bucket index)
-  std::vector<Buffer> received_;  // a server's scratch: one copy of its largest partition per host
+  std::unique_ptr<Stream> reduce_;
+  std::unique_ptr<Stream> broadcast_;
+  std::vector<std::unique_ptr<Stream>> push_pull_;
+  std::vector<EventPtr> reduced_;  // this iteration, per tensor: on the local root
+  std::vector<EventPtr> pulled_;   // this iteration, per tensor: the sums are back
 };
 
 }  // namespace bagua
