@@ -12,8 +12,9 @@
 // and once: init (tensors to buckets, sub-groups, state) and finish (drain background work).
 //
 // Buckets: consecutive layers in backward order, a bucket closed as soon as it holds at least the byte
-// budget (Bagua's rule, bagua/torch_api/utils.py split_bucket_by_bucket_size; default 10 MiB). As
-// layers are contiguous in the flat parameter vector, a bucket is a contiguous range too.
+// budget (Bagua's rule, bagua/torch_api/utils.py split_bucket_by_bucket_size; default 10 MiB), unless
+// the algorithm buckets its own way (Algorithm::buckets). As layers are contiguous in the flat
+// parameter vector, a bucket is a contiguous range too.
 #pragma once
 
 #include <cstdint>
