@@ -90,6 +90,35 @@ void reduce_typed(T* d, const T* s, size_t n, ReduceOp op) {
   }
 }
 
+// 16-bit floats, reduced as NCCL reduces them (its half and bfloat16 sums): each result is the exact
+// operation rounded once to the 16-bit format, to nearest even. fp16 is the compiler's IEEE binary16
+// (_Float16); bf16 is the top half of a float32, widened exactly and narrowed by rounding the lower 16
+// bits (a NaN stays a quiet NaN).
+float bf16_to_float(uint16_t b) {
+  const uint32_t u = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+uint16_t float_to_bf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
+  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+void reduce_bf16(uint16_t* d, const uint16_t* s, size_t n, ReduceOp op) {
+  for (size_t i = 0; i < n; ++i) {
+    const float a = bf16_to_float(d[i]);
+    const float b = bf16_to_float(s[i]);
+    // a + b of two bfloat16 values (8-bit significands) is exact in float32 unless their exponents
+    // differ by more than 16, where float32 rounding already decides the bfloat16 result.
+    const float r = op == ReduceOp::kSum   ? a + b
+                    : op == ReduceOp::kMin ? std::min(a, b)
+                                           : std::max(a, b);
+    d[i] = float_to_bf16(r);
+  }
+}
+
 void check_same_shape(const BufferView& a, const BufferView& b, const char* op) {
   BAGUA_CHECK(a.dtype() == b.dtype(),
               std::string(op) + ": dtype " + to_string(a.dtype()) + " vs " + to_string(b.dtype()));
@@ -131,6 +160,14 @@ class HostSpace final : public Space {
         break;
       case DType::kI64:
         reduce_typed(dst.as<int64_t>().data(), src.as<int64_t>().data(), dst.count(), op);
+        break;
+      case DType::kF16:
+        reduce_typed(static_cast<_Float16*>(dst.data()), static_cast<const _Float16*>(src.data()),
+                     dst.count(), op);
+        break;
+      case DType::kBF16:
+        reduce_bf16(static_cast<uint16_t*>(dst.data()), static_cast<const uint16_t*>(src.data()),
+                    dst.count(), op);
         break;
       default:
         BAGUA_CHECK(false, "reduce of dtype " + to_string(dst.dtype()) + " on the host");

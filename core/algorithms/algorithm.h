@@ -12,13 +12,15 @@
 // and once: init (tensors to buckets, sub-groups, state) and finish (drain background work).
 //
 // Buckets: consecutive layers in backward order, a bucket closed as soon as it holds at least the byte
-// budget (Bagua's rule, bagua/torch_api/utils.py split_bucket_by_bucket_size; default 10 MiB). As
-// layers are contiguous in the flat parameter vector, a bucket is a contiguous range too.
+// budget (Bagua's rule, bagua/torch_api/utils.py split_bucket_by_bucket_size; default 10 MiB), unless
+// the algorithm buckets its own way (Algorithm::buckets). As layers are contiguous in the flat
+// parameter vector, a bucket is a contiguous range too.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -40,6 +42,10 @@ struct Bucket {
 // Packs layers, last first, into buckets: a bucket closes once it holds >= `budget` bytes of float32
 // (so a budget of 0 gives one bucket per layer, and a large layer may overshoot the budget).
 std::vector<Bucket> make_buckets(const std::vector<Layer>& layers, Bytes budget);
+// The same rule with one limit per bucket: bucket i closes once it holds >= limits[min(i, size - 1)]
+// bytes, so the last limit serves every later bucket (PyTorch's compute_bucket_assignment_by_size with
+// bucket_size_limits, torch/csrc/distributed/c10d/reducer.cpp). `limits` must not be empty.
+std::vector<Bucket> make_buckets(const std::vector<Layer>& layers, std::span<const Bytes> limits);
 
 // One rank's training state, as algorithms see it.
 struct TrainState {
@@ -60,6 +66,12 @@ class Algorithm {
  public:
   virtual ~Algorithm() = default;
   virtual std::string name() const = 0;
+  // The buckets the trainer hands to on_bucket_ready, from the model's layers (forward order) and the
+  // configured bucket budget: Bagua's rule by default. A system that buckets its own way overrides it
+  // (DDP's small first bucket; Horovod and BytePS, which see every tensor as it becomes ready).
+  virtual std::vector<Bucket> buckets(const std::vector<Layer>& layers, Bytes budget) const {
+    return make_buckets(layers, budget);
+  }
   // Throws ConfigError when the world (its size, its hosts) cannot run this algorithm.
   virtual void init(TrainState& s) {}
   virtual void before_forward(TrainState& s) {}

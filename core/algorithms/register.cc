@@ -1,9 +1,12 @@
 #include "core/algorithms/async_model_average.h"
 #include "core/algorithms/bytegrad.h"
+#include "core/algorithms/byteps.h"
 #include "core/algorithms/choco_sgd.h"
+#include "core/algorithms/ddp.h"
 #include "core/algorithms/decentralized.h"
 #include "core/algorithms/diloco.h"
 #include "core/algorithms/gradient_allreduce.h"
+#include "core/algorithms/horovod.h"
 #include "core/algorithms/local_sgd.h"
 #include "core/algorithms/qadam.h"
 
@@ -61,6 +64,23 @@ void register_algorithms(AlgorithmRegistry& registry, const CompressorRegistry& 
                ChocoSgd::schema(compressors), [](const Params& p, const AlgorithmDeps& d) {
                  return std::make_unique<ChocoSgd>(p, d);
                });
+
+  // The systems users compare against (baselines).
+  registry.add("ddp",
+               "PyTorch DDP: 25 MiB buckets in backward order (the first 1 MiB), NCCL allreduce "
+               "overlapped with backward; comm hooks fp16, bf16, PowerSGD",
+               Ddp::schema(),
+               [](const Params& p, const AlgorithmDeps& d) { return std::make_unique<Ddp>(p, d); });
+  registry.add("horovod",
+               "Horovod: tensors ready within a cycle fused up to the threshold, NCCL allreduce; "
+               "optional hierarchical allreduce and fp16 compression",
+               Horovod::schema(),
+               [](const Params& p, const AlgorithmDeps& d) { return std::make_unique<Horovod>(p, d); });
+  registry.add("byteps",
+               "BytePS: partitions pushed to summation servers (one per host), summed, pulled; "
+               "intra-host reduce and broadcast",
+               Byteps::schema(),
+               [](const Params& p, const AlgorithmDeps&) { return std::make_unique<Byteps>(p); });
 }
 
 }  // namespace bagua

@@ -16,6 +16,8 @@ enum Channel : Tag {
   kMomentum = 3,    // optimizer state (QAdam)
   kControl = 4,     // small control messages
   kBackground = 5,  // background loops (asynchronous averaging)
+  kPull = 6,        // a summation server's answers to the workers' pulls (BytePS)
+  kCompressed = 7,  // a bucket's compressed factors (DDP's PowerSGD hook: P, then Q)
 };
 
 constexpr int kIndexBits = 20;  // a million buckets per channel

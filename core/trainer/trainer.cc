@@ -80,7 +80,7 @@ TrainResult train(RankContext& ctx, Model& model, Optimizer& optimizer, Algorith
 
   TrainState state{ctx,           model,
                    optimizer,     tensors.weights,
-                   tensors.grads, make_buckets(layers, options.bucket_bytes),
+                   tensors.grads, algorithm.buckets(layers, options.bucket_bytes),
                    *comm,         0};
   algorithm.init(state);
 

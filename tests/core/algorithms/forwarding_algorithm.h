@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "core/algorithms/algorithm.h"
 
@@ -13,6 +14,9 @@ class ForwardingAlgorithm : public Algorithm {
  public:
   explicit ForwardingAlgorithm(Algorithm& inner) : inner_(inner) {}
   std::string name() const override { return inner_.name(); }
+  std::vector<Bucket> buckets(const std::vector<Layer>& layers, Bytes budget) const override {
+    return inner_.buckets(layers, budget);
+  }
   void init(TrainState& s) override { inner_.init(s); }
   void before_forward(TrainState& s) override { inner_.before_forward(s); }
   void on_bucket_ready(TrainState& s, const Bucket& b) override { inner_.on_bucket_ready(s, b); }

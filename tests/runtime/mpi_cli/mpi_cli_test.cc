@@ -10,6 +10,9 @@
 //   - allreduce "native" is Open MPI's MPI_Allreduce, which sums in its own order; the simulator has no
 //     native allreduce and runs the ring. Float32 sums in another order differ by rounding, a relative
 //     1e-7 per addition, growing over 24 steps: equal to a relative 1e-5.
+//   - horovod fuses the tensors that one cycle of its background loop finds ready, which depends on real
+//     time: the fused groups, and so the ring's chunks and the summation order, differ (rounding, as
+//     for "native").
 //   - async_model_average averages in a background loop every few milliseconds of real time: how many
 //     rounds fall between two steps depends on timing, so only convergence is checked.
 #include <gtest/gtest.h>
@@ -214,7 +217,7 @@ class MpiCli : public bagua::testing::ScratchDirTest {
 
       const std::string name = algorithm.at("name");
       if (name == "async_model_average") continue;
-      const bool native = algorithm.value("allreduce", "") == "native";
+      const bool native = algorithm.value("allreduce", "") == "native" || name == "horovod";
       // The first iteration where MPI and the simulator disagree, if any (one failure per point).
       for (size_t it = 0; it < real.rows.size(); ++it) {
         bool same = true;

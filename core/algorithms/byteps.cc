@@ -1,0 +1,174 @@
+#include "core/algorithms/byteps.h"
+
+#include <algorithm>
+#include <string>
+
+#include "core/algorithms/tags.h"
+#include "core/ops.h"
+
+namespace bagua {
+
+uint64_t byteps_djb2(uint64_t key) {
+  uint64_t hash = 5381;
+  for (char c : std::to_string(key))
+    hash = (hash << 5) + hash + static_cast<uint64_t>(c);
+  return hash;
+}
+
+size_t byteps_partition_elements(int64_t partition_bytes, int local_size) {
+  const int64_t alignment = 8 * int64_t{local_size};
+  const int64_t aligned = (partition_bytes + alignment - 1) / alignment * alignment;
+  return std::max<size_t>(1, static_cast<size_t>(aligned) / sizeof(float));
+}
+
+std::vector<BytepsPartition> byteps_partitions(int declared_key, size_t count,
+                                               size_t partition_elements, int servers) {
+  std::vector<BytepsPartition> parts;
+  const uint64_t start = static_cast<uint64_t>(declared_key) << 16;
+  for (size_t offset = 0; offset < count; offset += partition_elements) {
+    BytepsPartition p;
+    p.offset = offset;
+    p.count = std::min(partition_elements, count - offset);
+    p.key = start + parts.size();
+    p.server = static_cast<int>(byteps_djb2(p.key) % static_cast<uint64_t>(servers));
+    parts.push_back(p);
+  }
+  return parts;
+}
+
+ParamSchema Byteps::schema() {
+  ParamSchema s;
+  // BytePSGlobal::_partition_bytes = 4096000 (byteps/common/global.cc), BYTEPS_PARTITION_BYTES.
+  s.add_int("partition_bytes", 4096000, "BYTEPS_PARTITION_BYTES: largest partition, in bytes", 4);
+  // The colocated deployment: a server process on every worker machine (the BytePS README's
+  // distributed-training setup runs DMLC_NUM_SERVER servers; the paper, Sec. 4, colocates them).
+  s.add_string("servers", "colocated", "summation servers: colocated (one on each worker host)",
+               {"colocated"});
+  return s;
+}
+
+Byteps::Byteps(const Params& params) : partition_bytes_(params.get_int("partition_bytes")) {}
+
+std::vector<Bucket> Byteps::buckets(const std::vector<Layer>& layers, Bytes /*budget*/) const {
+  return make_buckets(layers, Bytes(0));  // one tensor per layer
+}
+
+void Byteps::init(TrainState& s) {
+  collectives::IntraHostOptions intra;
+  intra.algo = collectives::IntraHostAlgo::kNccl;  // BytePS reduces and broadcasts with NCCL
+  groups_ = std::make_unique<collectives::HierarchicalGroups>(s.ctx.transport(), intra);
+  int local_size = 1;
+  for (const std::vector<int>& host : groups_->layout.hosts)
+    local_size = std::max(local_size, static_cast<int>(host.size()));
+  const size_t bound = byteps_partition_elements(partition_bytes_, local_size);
+  const int servers = groups_->hosts();
+  partitions_.clear();
+  for (const Bucket& b : s.buckets) {
+    BAGUA_CHECK_EQ(b.layers.size(), size_t{1}, "byteps: one tensor per bucket");
+    partitions_.push_back(byteps_partitions(b.layers.front(), b.count, bound, servers));
+  }
+  reduce_ = s.ctx.make_stream("byteps reduce");
+  broadcast_ = s.ctx.make_stream("byteps broadcast");
+  push_pull_.clear();
+  const size_t streams = std::min(s.buckets.size(), kPushPullStreams);
+  for (size_t i = 0; i < streams; ++i)
+    push_pull_.push_back(s.ctx.make_stream("byteps push/pull " + std::to_string(i)));
+}
+
+void Byteps::before_forward(TrainState& s) {
+  // Every stream is idle here (after_backward waited for them).
+  reduced_.clear();
+  pulled_.clear();
+  for (size_t i = 0; i < s.buckets.size(); ++i) {
+    reduced_.push_back(s.ctx.make_event());
+    pulled_.push_back(s.ctx.make_event());
+  }
+}
+
+void Byteps::on_bucket_ready(TrainState& s, const Bucket& b) {
+  const auto t = static_cast<size_t>(b.index);
+  const Tag tag = tags::bucket(tags::kGradient, b.index);
+  const bool root = groups_->is_leader();
+  reduce_->submit([this, &s, &b, t, tag] {
+    TraceScope scope(s.ctx, "byteps reduce " + std::to_string(b.index), "comm", 1);
+    collectives::intra_host_reduce(*groups_, s.grads_of(b), ReduceOp::kSum, tag);
+    reduced_[t]->set();
+  });
+  if (root)
+    push_pull_[t % push_pull_.size()]->submit([this, &s, &b, t] {
+      reduced_[t]->wait();
+      TraceScope scope(s.ctx, "byteps push/pull " + std::to_string(b.index), "comm", 2);
+      push_pull(s, b);
+      pulled_[t]->set();
+    });
+  broadcast_->submit([this, &s, &b, t, tag, root] {
+    (root ? pulled_[t] : reduced_[t])->wait();
+    TraceScope scope(s.ctx, "byteps broadcast " + std::to_string(b.index), "comm", 1);
+    const BufferView grads = s.grads_of(b);
+    collectives::intra_host_broadcast(*groups_, grads, tag);
+    scale(grads, 1.0 / s.ctx.transport().size());
+  });
+}
+
+void Byteps::push_pull(TrainState& s, const Bucket& b) {
+  Transport& leaders = *groups_->leaders;
+  const int host = leaders.rank();
+  const int hosts = leaders.size();
+  if (hosts == 1) return;  // not a distributed job: no servers
+  const BufferView grads = s.grads_of(b);
+  const Tag push_tag = tags::bucket(tags::kGradient, b.index);
+  const Tag pull_tag = tags::bucket(tags::kPull, b.index);
+  const std::vector<BytepsPartition>& parts = partitions_[static_cast<size_t>(b.index)];
+
+  // Server side: receive every other host's copy of the partitions this host serves.
+  struct Served {
+    BufferView sum;
+    std::vector<Buffer> copies;  // by host; empty for this host
+  };
+  std::vector<Served> served;
+  std::vector<RequestPtr> pushed_in;
+  for (const BytepsPartition& p : parts) {
+    if (p.server != host) continue;
+    Served sv{grads.slice(p.offset, p.count), std::vector<Buffer>(static_cast<size_t>(hosts))};
+    for (int g = 0; g < hosts; ++g) {
+      if (g == host) continue;
+      sv.copies[static_cast<size_t>(g)] = Buffer::like(grads, DType::kF32, p.count);
+      pushed_in.push_back(leaders.irecv(sv.copies[static_cast<size_t>(g)], g, push_tag));
+    }
+    served.push_back(std::move(sv));
+  }
+
+  // push: each partition to its server (a partition served here stays in place).
+  std::vector<RequestPtr> pushes;
+  for (const BytepsPartition& p : parts)
+    if (p.server != host)
+      pushes.push_back(leaders.isend(grads.slice(p.offset, p.count), p.server, push_tag));
+  wait_all(pushes);
+
+  // pull: each partition's sum from its server, into the tensor (posted once the push has left it).
+  std::vector<RequestPtr> pulls;
+  for (const BytepsPartition& p : parts)
+    if (p.server != host)
+      pulls.push_back(leaders.irecv(grads.slice(p.offset, p.count), p.server, pull_tag));
+
+  // sum: this host's copy plus the others', in host order; then answer every other host's pull.
+  wait_all(pushed_in);
+  std::vector<RequestPtr> answers;
+  for (Served& sv : served) {
+    for (int g = 0; g < hosts; ++g)
+      if (g != host) reduce(sv.sum, sv.copies[static_cast<size_t>(g)], ReduceOp::kSum);
+    for (int g = 0; g < hosts; ++g)
+      if (g != host) answers.push_back(leaders.isend(sv.sum, g, pull_tag));
+  }
+  wait_all(pulls);
+  wait_all(answers);
+}
+
+void Byteps::after_backward(TrainState& s) {
+  reduce_->synchronize();
+  for (const std::unique_ptr<Stream>& stream : push_pull_)
+    stream->synchronize();
+  broadcast_->synchronize();
+}
+
+}  // namespace bagua
