@@ -174,6 +174,111 @@ const typename R::Entry& find_entry(const R& registry, const Json& v, const std:
                     did_you_mean_text(name, names) + " (known: " + known + ")");
 }
 
+// ---- memory -----------------------------------------------------------------------------------------
+//
+// What a point holds in memory, estimated from its config before anything is allocated, so that a size
+// the machine cannot hold is refused naming its path instead of ending in a bare std::bad_alloc:
+//   result rows  iterations x (world x sizeof(IterationRecord) + kRowBytes): every rank records every
+//                iteration (core/trainer/trainer.h), and the point keeps one metrics row and one CSV
+//                line per iteration (experiments/results.h); world is the cluster's ranks (1 for a job
+//                runtime without a cluster, whose ranks are each their own process)
+//   data set     samples x (features x 4 B + kSampleBytes): a synthetic workload's features x samples
+//                floats (core/models/dataset.h, Dataset::x), and per sample its target, label and
+//                partition index; only workloads with "samples" and "features" parameters have one
+//   topology     (2 x world + 8 x hosts) x kLinkBytes: the simulator's links, built when the config is
+//                checked (netsim::validate): two per device (netsim/topology.cc) and, above each host,
+//                its NIC cable and the fabric's share (a leaf's or spine's cables: a few per host)
+//   sweep        points x kPointBytes: every point is expanded and validated before the first runs
+// The limit is LoadOptions::memory_limit, by default this machine's physical memory (sysconf).
+
+// IterationRow's 7 numbers (56 B) and its CSV line (7 numbers of at most 24 characters each), rounded up.
+constexpr double kRowBytes = 256;
+// A float target, an int32 label and an int64 partition index.
+constexpr double kSampleBytes = 16;
+// netsim::Link (three strings, two bandwidths, a latency: 120 B), its names on the heap (about 3 x 32 B)
+// and its entry in the latency table, rounded up.
+constexpr double kLinkBytes = 256;
+// A PointConfig with its resolved config and swept values (measured: 5-12 kB for the configs of this
+// tree's configs/), rounded up.
+constexpr double kPointBytes = 16384;
+
+}  // namespace
+
+double physical_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGESIZE);
+  // Unknown (sysconf failed): 1 TiB, more than the machines this runs on have, so nothing real is refused.
+  if (pages <= 0 || page <= 0) return 1099511627776.0;
+  return static_cast<double>(pages) * static_cast<double>(page);
+}
+
+namespace {
+
+// "1.4 TB", "420 TB": an estimate needs three digits, not a canonical size.
+std::string approximate_bytes(double b) {
+  static const char* const kUnits[] = {"B", "kB", "MB", "GB", "TB", "PB", "EB", "ZB", "YB"};
+  size_t u = 0;
+  while (b >= 1000 && u + 1 < std::size(kUnits)) {
+    b /= 1000;
+    ++u;
+  }
+  char text[64];
+  std::snprintf(text, sizeof text, "%.3g %s", b, kUnits[u]);
+  return text;
+}
+
+[[noreturn]] void refuse_memory(const std::string& path, const std::string& what, double need,
+                                double limit) {
+  throw ConfigError(path + ": " + what + " need about " + approximate_bytes(need) +
+                    " of memory, more than the limit of " + approximate_bytes(limit) +
+                    " (this machine's memory)");
+}
+
+void check_topology_memory(int64_t hosts, int64_t devices_per_host, double limit) {
+  const double world = static_cast<double>(hosts) * static_cast<double>(devices_per_host);
+  const double links = 2 * world + 8 * static_cast<double>(hosts);
+  if (links * kLinkBytes > limit) {
+    refuse_memory("cluster.hosts",
+                  std::to_string(hosts) + " hosts x " + std::to_string(devices_per_host) +
+                      " devices (the simulator's links)",
+                  links * kLinkBytes, limit);
+  }
+}
+
+void check_sweep_memory(size_t points, double limit) {
+  const double need = static_cast<double>(points) * kPointBytes;
+  if (need > limit) refuse_memory("sweep.axes", std::to_string(points) + " points", need, limit);
+}
+
+void check_memory(const PointConfig& p, double limit) {
+  const double world = p.has_cluster ? static_cast<double>(p.cluster.world_size()) : 1.0;
+  const double iterations = static_cast<double>(p.schedule.iterations);
+  const double rows = iterations * (world * static_cast<double>(sizeof(IterationRecord)) + kRowBytes);
+  auto refuse = [&](const std::string& path, const std::string& what, double need) {
+    refuse_memory(path, what, need, limit);
+  };
+  if (rows > limit) {
+    refuse("schedule.iterations",
+           std::to_string(p.schedule.iterations) + " iterations at " +
+               std::to_string(static_cast<int64_t>(world)) + " ranks (their result rows)",
+           rows);
+  }
+  const Params& w = p.workload.params;
+  if (w.has("samples") && w.has("features")) {
+    const double samples = static_cast<double>(w.get_int("samples"));
+    const double features = static_cast<double>(w.get_int("features"));
+    const double data = samples * (features * 4 + kSampleBytes);
+    if (data > limit) {
+      refuse("workload.samples",
+             std::to_string(w.get_int("samples")) + " samples of " +
+                 std::to_string(w.get_int("features")) + " features (the data set)",
+             data);
+    }
+    if (rows + data > limit)
+      refuse("schedule.iterations", "the result rows and the data set together", rows + data);
+  }
+}
+
 // ---- cluster ----------------------------------------------------------------------------------------
 
 const std::vector<std::string> kClusterKeys = {"extends",  "hosts",  "devices_per_host",
@@ -234,7 +339,8 @@ netsim::TopologySpec parse_topology(const ObjectReader& cluster,
 }
 
 netsim::ClusterSpec parse_cluster(const Json& raw, bool simulated,
-                                  const netsim::TopologyRegistry& topologies, Json& canonical) {
+                                  const netsim::TopologyRegistry& topologies, double memory_limit,
+                                  Json& canonical) {
   netsim::ClusterSpec spec;
   ObjectReader r(raw, "cluster", kClusterKeys);
   // Each at most 2^24 before it is narrowed to an int (their product is checked below).
@@ -247,6 +353,7 @@ netsim::ClusterSpec parse_cluster(const Json& raw, bool simulated,
   }
   canonical["hosts"] = spec.hosts;
   canonical["devices_per_host"] = spec.devices_per_host;
+  if (simulated) check_topology_memory(spec.hosts, spec.devices_per_host, memory_limit);
 
   // The simulator's network and device model: checked for every runtime, kept only for the simulator.
   Json net = Json::object();
@@ -372,76 +479,6 @@ netsim::ClusterSpec parse_cluster(const Json& raw, bool simulated,
   return spec;
 }
 
-// ---- memory -----------------------------------------------------------------------------------------
-//
-// What a point holds in memory, estimated from its config before anything is allocated, so that a size
-// the machine cannot hold is refused naming its path instead of ending in a bare std::bad_alloc:
-//   result rows  iterations x (world x sizeof(IterationRecord) + kRowBytes): every rank records every
-//                iteration (core/trainer/trainer.h), and the point keeps one metrics row and one CSV
-//                line per iteration (experiments/results.h); world is the cluster's ranks (1 for a job
-//                runtime without a cluster, whose ranks are each their own process)
-//   data set     samples x (features x 4 B + kSampleBytes): a synthetic workload's features x samples
-//                floats (core/models/dataset.h, Dataset::x), and per sample its target, label and
-//                partition index; only workloads with "samples" and "features" parameters have one
-// The limit, kMemoryLimit, is this machine's physical memory (sysconf).
-
-// IterationRow's 7 numbers (56 B) and its CSV line (7 numbers of at most 24 characters each), rounded up.
-constexpr double kRowBytes = 256;
-// A float target, an int32 label and an int64 partition index.
-constexpr double kSampleBytes = 16;
-
-double physical_memory_bytes() {
-  const long pages = sysconf(_SC_PHYS_PAGES);
-  const long page = sysconf(_SC_PAGESIZE);
-  // Unknown (sysconf failed): 1 TiB, more than the machines this runs on have, so nothing real is refused.
-  if (pages <= 0 || page <= 0) return 1099511627776.0;
-  return static_cast<double>(pages) * static_cast<double>(page);
-}
-
-// "1.4 TB", "420 TB": an estimate needs three digits, not a canonical size.
-std::string approximate_bytes(double b) {
-  static const char* const kUnits[] = {"B", "kB", "MB", "GB", "TB", "PB", "EB", "ZB", "YB"};
-  size_t u = 0;
-  while (b >= 1000 && u + 1 < std::size(kUnits)) {
-    b /= 1000;
-    ++u;
-  }
-  char text[64];
-  std::snprintf(text, sizeof text, "%.3g %s", b, kUnits[u]);
-  return text;
-}
-
-void check_memory(const PointConfig& p) {
-  const double limit = physical_memory_bytes();
-  const double world = p.has_cluster ? static_cast<double>(p.cluster.world_size()) : 1.0;
-  const double iterations = static_cast<double>(p.schedule.iterations);
-  const double rows = iterations * (world * static_cast<double>(sizeof(IterationRecord)) + kRowBytes);
-  auto refuse = [&](const std::string& path, const std::string& what, double need) {
-    throw ConfigError(path + ": " + what + " need about " + approximate_bytes(need) +
-                      " of memory, more than this machine's " + approximate_bytes(limit));
-  };
-  if (rows > limit) {
-    refuse("schedule.iterations",
-           std::to_string(p.schedule.iterations) + " iterations at " +
-               std::to_string(static_cast<int64_t>(world)) + " ranks (their result rows)",
-           rows);
-  }
-  const Params& w = p.workload.params;
-  if (w.has("samples") && w.has("features")) {
-    const double samples = static_cast<double>(w.get_int("samples"));
-    const double features = static_cast<double>(w.get_int("features"));
-    const double data = samples * (features * 4 + kSampleBytes);
-    if (data > limit) {
-      refuse("workload.samples",
-             std::to_string(w.get_int("samples")) + " samples of " +
-                 std::to_string(w.get_int("features")) + " features (the data set)",
-             data);
-    }
-    if (rows + data > limit)
-      refuse("schedule.iterations", "the result rows and the data set together", rows + data);
-  }
-}
-
 // ---- one point --------------------------------------------------------------------------------------
 
 const std::vector<std::string> kTopKeys = {"name",     "description", "seed",      "runtime",
@@ -457,7 +494,8 @@ bool valid_name(const std::string& s) {
   return true;
 }
 
-PointConfig parse_point(const Json& raw, const FileLocator& files, const Components& c) {
+PointConfig parse_point(const Json& raw, const FileLocator& files, const Components& c,
+                        double memory_limit) {
   PointConfig p;
   Json& out = p.resolved;
   out = Json::object();
@@ -485,7 +523,8 @@ PointConfig parse_point(const Json& raw, const FileLocator& files, const Compone
     const Json resolved = resolve_extends(*cluster, files, 0, chain);
     Json canonical = Json::object();
     try {
-      p.cluster = parse_cluster(resolved, runtime_traits.virtual_time, c.topologies, canonical);
+      p.cluster =
+          parse_cluster(resolved, runtime_traits.virtual_time, c.topologies, memory_limit, canonical);
     } catch (const ConfigError& e) {
       if (chain.empty()) throw;
       throw ConfigError(std::string(e.what()) + " (cluster extends " + chain + ")");
@@ -553,7 +592,7 @@ PointConfig parse_point(const Json& raw, const FileLocator& files, const Compone
                            {"bucket_size", format_bytes(p.schedule.bucket_size)},
                            {"overlap", p.schedule.overlap}};
   }
-  check_memory(p);
+  check_memory(p, memory_limit);
 
   // Output.
   {
@@ -589,6 +628,11 @@ Experiment load_checked(Json config, const std::filesystem::path& config_dir,
     apply_override(config, s);
   if (!config.is_object()) throw_type_error("config", "an object", config);
   const Sweep sweep = parse_sweep(config.contains("sweep") ? &config["sweep"] : nullptr);
+  const double memory_limit = options.memory_limit ? *options.memory_limit : physical_memory_bytes();
+  size_t points = 1;
+  for (const SweepAxis& a : sweep.axes)
+    points = sweep.mode == SweepMode::kGrid ? points * a.values.size() : a.values.size();
+  check_sweep_memory(points, memory_limit);
   const std::vector<SweptValues> swept = expand(sweep);
   const FileLocator files(config_dir);
 
@@ -608,7 +652,7 @@ Experiment load_checked(Json config, const std::filesystem::path& config_dir,
       }
     }
     try {
-      PointConfig p = parse_point(raw, files, c);
+      PointConfig p = parse_point(raw, files, c, memory_limit);
       p.index = i;
       p.swept = swept[static_cast<size_t>(i)];
       char hash[17];
