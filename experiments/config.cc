@@ -1,10 +1,14 @@
 #include "experiments/config.h"
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 
 #include "core/check.h"
+#include "core/trainer/trainer.h"
 #include "experiments/profile_file.h"
 #include "experiments/quantity.h"
 #include "experiments/sweep_override.h"
@@ -33,17 +37,19 @@ uint64_t fnv1a64(std::string_view text) {
 void apply_override(Json& config, const std::string& assignment) {
   const auto eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0) {
-    throw ConfigError("--set \"" + assignment +
-                      "\": expected dotted.path=value, e.g. cluster.nic.bandwidth=\"10 Gbps\"");
+    throw ConfigError("--set " + echo(assignment) +
+                      ": expected dotted.path=value, e.g. cluster.nic.bandwidth=\"10 Gbps\"");
   }
   const std::string path = assignment.substr(0, eq);
+  const std::string shown = path.size() <= kMaxEchoChars ? path : echo(path);
+  // Names its own path ("--set cluster.nic.latency: ...").
+  Json value = parse_override_value(std::string_view(assignment).substr(eq + 1), shown);
   try {
-    Json value = parse_override_value(std::string_view(assignment).substr(eq + 1));
     // A sweep's axis, or a swept path (experiments/sweep_override.h).
     if (apply_sweep_override(config, path, value)) return;
     set_path(config, path, std::move(value));
   } catch (const ConfigError& e) {
-    throw ConfigError("--set " + path + ": " + e.what());
+    throw ConfigError("--set " + shown + ": " + e.what());
   }
 }
 
@@ -75,8 +81,8 @@ class FileLocator {
       for (const fs::path& d : dirs_)
         if (fs::is_regular_file(d / p, ec)) return d / p;
     }
-    throw ConfigError(path + ": file \"" + name +
-                      "\" not found (looked in the current directory and above the config)");
+    throw ConfigError(path + ": file " + echo(name) +
+                      " not found (looked in the current directory and above the config)");
   }
 
  private:
@@ -103,7 +109,7 @@ ParamValue param_from_json(const ParamSpec& spec, const Json& value, const std::
       return value.get<bool>();
     case ParamType::kInt:
       if (const std::optional<int64_t> x = json_integer(value)) return *x;
-      throw_type_error(path, "integer", value);
+      throw_integer_error(path, value);
     case ParamType::kDouble:
       if (!value.is_number()) throw_type_error(path, "number", value);
       return value.get<double>();
@@ -162,10 +168,118 @@ const typename R::Entry& find_entry(const R& registry, const Json& v, const std:
   const std::string name = it->template get<std::string>();
   if (const auto* e = registry.find(name)) return *e;
   std::string known;
-  for (const auto* e : registry.entries())
+  std::vector<std::string> names;
+  for (const auto* e : registry.entries()) {
     known += (known.empty() ? "" : ", ") + e->name;
-  throw ConfigError(path + ".name: unknown " + registry.kind() + " \"" + name + "\" (known: " + known +
-                    ")");
+    names.push_back(e->name);
+  }
+  throw ConfigError(path + ".name: unknown " + registry.kind() + " " + echo(name) +
+                    did_you_mean_text(name, names) + " (known: " + known + ")");
+}
+
+// ---- memory -----------------------------------------------------------------------------------------
+//
+// What a point holds in memory, estimated from its config before anything is allocated, so that a size
+// the machine cannot hold is refused naming its path instead of ending in a bare std::bad_alloc:
+//   result rows  iterations x (world x sizeof(IterationRecord) + kRowBytes): every rank records every
+//                iteration (core/trainer/trainer.h), and the point keeps one metrics row and one CSV
+//                line per iteration (experiments/results.h); world is the cluster's ranks (1 for a job
+//                runtime without a cluster, whose ranks are each their own process)
+//   data set     samples x (features x 4 B + kSampleBytes): a synthetic workload's features x samples
+//                floats (core/models/dataset.h, Dataset::x), and per sample its target, label and
+//                partition index; only workloads with "samples" and "features" parameters have one
+//   topology     (2 x world + 8 x hosts) x kLinkBytes: the simulator's links, built when the config is
+//                checked (netsim::validate): two per device (netsim/topology.cc) and, above each host,
+//                its NIC cable and the fabric's share (a leaf's or spine's cables: a few per host)
+//   sweep        points x kPointBytes: every point is expanded and validated before the first runs
+// The limit is LoadOptions::memory_limit, by default this machine's physical memory (sysconf).
+
+// IterationRow's 7 numbers (56 B) and its CSV line (7 numbers of at most 24 characters each), rounded up.
+constexpr double kRowBytes = 256;
+// A float target, an int32 label and an int64 partition index.
+constexpr double kSampleBytes = 16;
+// netsim::Link (three strings, two bandwidths, a latency: 120 B), its names on the heap (about 3 x 32 B)
+// and its entry in the latency table, rounded up.
+constexpr double kLinkBytes = 256;
+// A PointConfig with its resolved config and swept values (measured: 5-12 kB for the configs of this
+// tree's configs/), rounded up.
+constexpr double kPointBytes = 16384;
+
+}  // namespace
+
+double physical_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGESIZE);
+  // Unknown (sysconf failed): 1 TiB, more than the machines this runs on have, so nothing real is refused.
+  if (pages <= 0 || page <= 0) return 1099511627776.0;
+  return static_cast<double>(pages) * static_cast<double>(page);
+}
+
+namespace {
+
+// "1.4 TB", "420 TB": an estimate needs three digits, not a canonical size.
+std::string approximate_bytes(double b) {
+  static const char* const kUnits[] = {"B", "kB", "MB", "GB", "TB", "PB", "EB", "ZB", "YB"};
+  size_t u = 0;
+  while (b >= 1000 && u + 1 < std::size(kUnits)) {
+    b /= 1000;
+    ++u;
+  }
+  char text[64];
+  std::snprintf(text, sizeof text, "%.3g %s", b, kUnits[u]);
+  return text;
+}
+
+[[noreturn]] void refuse_memory(const std::string& path, const std::string& what, double need,
+                                double limit) {
+  throw ConfigError(path + ": " + what + " need about " + approximate_bytes(need) +
+                    " of memory, more than the limit of " + approximate_bytes(limit) +
+                    " (this machine's memory)");
+}
+
+void check_topology_memory(int64_t hosts, int64_t devices_per_host, double limit) {
+  const double world = static_cast<double>(hosts) * static_cast<double>(devices_per_host);
+  const double links = 2 * world + 8 * static_cast<double>(hosts);
+  if (links * kLinkBytes > limit) {
+    refuse_memory("cluster.hosts",
+                  std::to_string(hosts) + " hosts x " + std::to_string(devices_per_host) +
+                      " devices (the simulator's links)",
+                  links * kLinkBytes, limit);
+  }
+}
+
+void check_sweep_memory(size_t points, double limit) {
+  const double need = static_cast<double>(points) * kPointBytes;
+  if (need > limit) refuse_memory("sweep.axes", std::to_string(points) + " points", need, limit);
+}
+
+void check_memory(const PointConfig& p, double limit) {
+  const double world = p.has_cluster ? static_cast<double>(p.cluster.world_size()) : 1.0;
+  const double iterations = static_cast<double>(p.schedule.iterations);
+  const double rows = iterations * (world * static_cast<double>(sizeof(IterationRecord)) + kRowBytes);
+  auto refuse = [&](const std::string& path, const std::string& what, double need) {
+    refuse_memory(path, what, need, limit);
+  };
+  if (rows > limit) {
+    refuse("schedule.iterations",
+           std::to_string(p.schedule.iterations) + " iterations at " +
+               std::to_string(static_cast<int64_t>(world)) + " ranks (their result rows)",
+           rows);
+  }
+  const Params& w = p.workload.params;
+  if (w.has("samples") && w.has("features")) {
+    const double samples = static_cast<double>(w.get_int("samples"));
+    const double features = static_cast<double>(w.get_int("features"));
+    const double data = samples * (features * 4 + kSampleBytes);
+    if (data > limit) {
+      refuse("workload.samples",
+             std::to_string(w.get_int("samples")) + " samples of " +
+                 std::to_string(w.get_int("features")) + " features (the data set)",
+             data);
+    }
+    if (rows + data > limit)
+      refuse("schedule.iterations", "the result rows and the data set together", rows + data);
+  }
 }
 
 // ---- cluster ----------------------------------------------------------------------------------------
@@ -182,9 +296,10 @@ Json resolve_extends(const Json& cluster, const FileLocator& files, int depth, s
   if (depth > 8)
     throw ConfigError("cluster.extends: more than 8 levels of extends (a cycle?): " + chain);
   const std::string name = ext.get<std::string>();
-  chain += (chain.empty() ? "" : " -> ") + name;
+  chain += (chain.empty() ? "" : " -> ") + (name.size() <= kMaxEchoChars ? name : echo(name));
   Json base = read_json_file(files.find(name, "cluster.extends"), name);
-  if (!base.is_object()) throw_type_error("cluster.extends (" + name + ")", "a cluster object", base);
+  if (!base.is_object())
+    throw_type_error("cluster.extends (" + echo(name) + ")", "a cluster object", base);
   base = resolve_extends(base, files, depth + 1, chain);
   Json overrides = cluster;
   overrides.erase("extends");
@@ -227,17 +342,21 @@ netsim::TopologySpec parse_topology(const ObjectReader& cluster,
 }
 
 netsim::ClusterSpec parse_cluster(const Json& raw, bool simulated,
-                                  const netsim::TopologyRegistry& topologies, Json& canonical) {
+                                  const netsim::TopologyRegistry& topologies, double memory_limit,
+                                  Json& canonical) {
   netsim::ClusterSpec spec;
   ObjectReader r(raw, "cluster", kClusterKeys);
-  spec.hosts = static_cast<int>(r.get_int("hosts", std::nullopt, 1));
-  spec.devices_per_host = static_cast<int>(r.get_int("devices_per_host", std::nullopt, 1));
+  // Each at most 2^24 before it is narrowed to an int (their product is checked below).
+  spec.hosts = static_cast<int>(r.get_int("hosts", std::nullopt, 1, int64_t{1} << 24));
+  spec.devices_per_host =
+      static_cast<int>(r.get_int("devices_per_host", std::nullopt, 1, int64_t{1} << 24));
   if (static_cast<int64_t>(spec.hosts) * spec.devices_per_host > (int64_t{1} << 24)) {
     throw ConfigError("cluster: hosts x devices_per_host must be at most 2^24, got " +
                       std::to_string(spec.hosts) + " x " + std::to_string(spec.devices_per_host));
   }
   canonical["hosts"] = spec.hosts;
   canonical["devices_per_host"] = spec.devices_per_host;
+  if (simulated) check_topology_memory(spec.hosts, spec.devices_per_host, memory_limit);
 
   // The simulator's network and device model: checked for every runtime, kept only for the simulator.
   Json net = Json::object();
@@ -266,8 +385,10 @@ netsim::ClusterSpec parse_cluster(const Json& raw, bool simulated,
          "connections_per_peer", "host_bandwidth_ceiling", "message_overhead", "message_gap"});
     spec.factors.bandwidth_efficiency =
         fr.get_double("bandwidth_efficiency", 1.0, 0.0, 1.0, /*min_exclusive=*/true);
+    // At most 1000: a calibration factor is near 1, and 1000 x the longest latency (kMaxTime, a day)
+    // stays inside the clock's range (experiments/quantity.h, "Ranges").
     spec.factors.latency_factor =
-        fr.get_double("latency_factor", 1.0, 0.0, std::nullopt, /*min_exclusive=*/true);
+        fr.get_double("latency_factor", 1.0, 0.0, 1000.0, /*min_exclusive=*/true);
     // "inf" (the default) or a bandwidth.
     auto bandwidth_or_inf = [&](const char* key, Bandwidth& out) {
       const Json* v = fr.find(key);
@@ -275,10 +396,23 @@ netsim::ClusterSpec parse_cluster(const Json& raw, bool simulated,
     };
     bandwidth_or_inf("flow_window_cap", spec.factors.flow_window_cap);
     spec.factors.tcp_window = fr.get_bytes("tcp_window", Bytes(0));
-    spec.factors.connections_per_peer = static_cast<int>(fr.get_int("connections_per_peer", 1, 1));
+    spec.factors.connections_per_peer =
+        static_cast<int>(fr.get_int("connections_per_peer", 1, 1, std::numeric_limits<int>::max()));
     bandwidth_or_inf("host_bandwidth_ceiling", spec.factors.host_bandwidth_ceiling);
     if (fr.has("message_overhead")) spec.factors.message_overhead = fr.get_time("message_overhead");
     if (fr.has("message_gap")) spec.factors.message_gap = fr.get_time("message_gap");
+  }
+  // The rate a link's flows reach is its bandwidth x bandwidth_efficiency: that too must be a rate the
+  // clock can time (experiments/quantity.h, "Ranges").
+  for (const auto& [key, link] :
+       {std::pair{"intra_host", &spec.intra_host}, std::pair{"nic", &spec.nic}}) {
+    const Bandwidth effective = link->bandwidth * spec.factors.bandwidth_efficiency;
+    if (link->bandwidth.bytes_per_second() > 0 && effective < kMinBandwidth) {
+      throw ConfigError(
+          "cluster.factors.bandwidth_efficiency: " + shortest(spec.factors.bandwidth_efficiency) +
+          " x cluster." + key + ".bandwidth " + format_bandwidth(link->bandwidth) + " is " +
+          format_bandwidth(effective) + ", below the least rate " + format_bandwidth(kMinBandwidth));
+    }
   }
   Json factors = Json{{"bandwidth_efficiency", spec.factors.bandwidth_efficiency},
                       {"latency_factor", spec.factors.latency_factor},
@@ -323,7 +457,8 @@ netsim::ClusterSpec parse_cluster(const Json& raw, bool simulated,
                {"eager_limit_intra_host", format_bytes(spec.transport.eager_limit_intra_host)}};
     } else if (model == "nccl") {
       spec.transport = netsim::TransportModel::nccl();
-      spec.transport.slots = static_cast<int>(tr.get_int("slots", spec.transport.slots, 1));
+      spec.transport.slots = static_cast<int>(
+          tr.get_int("slots", spec.transport.slots, 1, std::numeric_limits<int>::max()));
       spec.transport.slot_bytes = tr.get_bytes("slot_bytes", spec.transport.slot_bytes);
       if (spec.transport.slot_bytes.count() < 1)
         throw ConfigError(tr.path_of("slot_bytes") + ": must be >= 1 B, got 0 B");
@@ -353,15 +488,17 @@ const std::vector<std::string> kTopKeys = {
     "name",     "description", "seed",      "runtime",  "runtime_options", "cluster",
     "workload", "algorithm",   "optimizer", "schedule", "output",          "sweep"};
 
+// At most 100 characters: the name is a folder's (results/<name>), and file systems allow 255 bytes.
 bool valid_name(const std::string& s) {
-  if (s.empty()) return false;
+  if (s.empty() || s.size() > 100) return false;
   for (char c : s)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.'))
       return false;
   return true;
 }
 
-PointConfig parse_point(const Json& raw, const FileLocator& files, const Components& c) {
+PointConfig parse_point(const Json& raw, const FileLocator& files, const Components& c,
+                        double memory_limit) {
   PointConfig p;
   Json& out = p.resolved;
   out = Json::object();
@@ -370,8 +507,8 @@ PointConfig parse_point(const Json& raw, const FileLocator& files, const Compone
   p.name = top.get_string("name");
   if (!valid_name(p.name)) {
     throw ConfigError(
-        "name: use letters, digits, '_', '-' and '.' only (it names the output folder), got \"" +
-        p.name + "\"");
+        "name: use at most 100 letters, digits, '_', '-' and '.' (it names the output folder), got " +
+        echo(p.name));
   }
   p.description = top.get_string("description", "");
   p.seed = static_cast<uint64_t>(top.get_int("seed", 1, 0));
@@ -389,7 +526,8 @@ PointConfig parse_point(const Json& raw, const FileLocator& files, const Compone
     const Json resolved = resolve_extends(*cluster, files, 0, chain);
     Json canonical = Json::object();
     try {
-      p.cluster = parse_cluster(resolved, runtime_traits.virtual_time, c.topologies, canonical);
+      p.cluster =
+          parse_cluster(resolved, runtime_traits.virtual_time, c.topologies, memory_limit, canonical);
     } catch (const ConfigError& e) {
       if (chain.empty()) throw;
       throw ConfigError(std::string(e.what()) + " (cluster extends " + chain + ")");
@@ -457,6 +595,7 @@ PointConfig parse_point(const Json& raw, const FileLocator& files, const Compone
                            {"bucket_size", format_bytes(p.schedule.bucket_size)},
                            {"overlap", p.schedule.overlap}};
   }
+  check_memory(p, memory_limit);
 
   // Output.
   {
@@ -536,12 +675,19 @@ std::string describe(const SweptValues& swept) {
 
 }  // namespace
 
-Experiment load_experiment_json(Json config, const std::filesystem::path& config_dir,
-                                const LoadOptions& options, const Components& c) {
+namespace {
+
+Experiment load_checked(Json config, const std::filesystem::path& config_dir,
+                        const LoadOptions& options, const Components& c) {
   for (const std::string& s : options.sets)
     apply_override(config, s);
   if (!config.is_object()) throw_type_error("config", "an object", config);
   const Sweep sweep = parse_sweep(config.contains("sweep") ? &config["sweep"] : nullptr);
+  const double memory_limit = options.memory_limit ? *options.memory_limit : physical_memory_bytes();
+  size_t points = 1;
+  for (const SweepAxis& a : sweep.axes)
+    points = sweep.mode == SweepMode::kGrid ? points * a.values.size() : a.values.size();
+  check_sweep_memory(points, memory_limit);
   const std::vector<SweptValues> swept = expand(sweep);
   const FileLocator files(config_dir);
 
@@ -561,7 +707,7 @@ Experiment load_experiment_json(Json config, const std::filesystem::path& config
       }
     }
     try {
-      PointConfig p = parse_point(raw, files, c);
+      PointConfig p = parse_point(raw, files, c, memory_limit);
       p.index = i;
       p.swept = swept[static_cast<size_t>(i)];
       char hash[17];
@@ -583,9 +729,25 @@ Experiment load_experiment_json(Json config, const std::filesystem::path& config
   return e;
 }
 
+}  // namespace
+
+Experiment load_experiment_json(Json config, const std::filesystem::path& config_dir,
+                                const LoadOptions& options, const Components& c) {
+  try {
+    return load_checked(std::move(config), config_dir, options, c);
+  } catch (const ConfigError& e) {
+    throw ConfigError(one_line(e.what()));  // every message one line of readable length
+  }
+}
+
 Experiment load_experiment(const std::filesystem::path& file, const LoadOptions& options,
                            const Components& c) {
-  Json config = read_json_file(file, file.string());
+  Json config;
+  try {
+    config = read_json_file(file, file.string());
+  } catch (const ConfigError& e) {
+    throw ConfigError(one_line(e.what()));
+  }
   return load_experiment_json(std::move(config), file.parent_path(), options, c);
 }
 

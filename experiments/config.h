@@ -81,6 +81,22 @@
 // Quantities are strings with units (experiments/quantity.h): bandwidths "100 Gbps", "12.5 GB/s"; times
 // "5 us", "1.5 ms"; sizes "10 MiB", "4096 B"; flops "15.7 TFLOPS". A bare number is an error.
 //
+// Limits. Each breach is a ConfigError naming the JSON path, like any other mistake (`bagua` exits 2):
+//   JSON         a key given twice in one object; nesting deeper than 64 levels (kMaxJsonDepth), in the
+//                file or in a --set value, and dotted paths of more than 64 segments; numbers beyond a
+//                double's range (1e400); integers beyond int64 (or 9e15 written as 1e16)
+//   quantities   times 0 .. 1 day, bandwidths 1 Kbps .. 1e18 B/s (experiments/quantity.h, "Ranges": what
+//                the integer-nanosecond clock can add up); bandwidth x factors.bandwidth_efficiency at
+//                least 1 Kbps; factors.latency_factor at most 1000
+//   memory       estimated from the config before anything is allocated (config.cc, "memory"): the
+//                result rows (iterations x ranks), a synthetic data set (samples x features), the
+//                simulator's links (hosts x devices_per_host) and the sweep's points, each at most the
+//                machine's physical memory
+//   sweep        at most 1,000,000 points (kMaxSweepPoints)
+//   name         at most 100 characters
+// Values echoed in messages are cut to 80 characters; a near-miss key, name, choice or unit gets
+// "did you mean ...?" (edit distance; experiments/json_util.h).
+//
 // Files named in a config ("extends", a profile's "file") are looked up relative to the current
 // directory, then relative to the config file's directory and each directory above it.
 //
@@ -178,7 +194,12 @@ struct Experiment {
 struct LoadOptions {
   std::vector<std::string> sets;       // "dotted.path=value", applied in order before validation
   std::optional<std::string> out_dir;  // replaces output.dir
+  // The most bytes the estimated memory may take (see "Limits" above); default physical_memory_bytes().
+  std::optional<double> memory_limit;
 };
+
+// This machine's physical memory in bytes (sysconf), 1 TiB when unknown.
+double physical_memory_bytes();
 
 // Loads, overrides, expands and validates a config file. Throws ConfigError (one line).
 Experiment load_experiment(const std::filesystem::path& file, const LoadOptions& options,

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/check.h"
+#include "experiments/quantity.h"
 
 namespace bagua::experiments {
 
@@ -30,13 +31,18 @@ ProfileSpec parse(const Json& profile) {
         {"name", "params", "forward_us", "backward_us", "forward_flops", "backward_flops", "source"});
     ProfileLayer layer;
     layer.name = l.get_string("name");
-    const int64_t params = l.get_int("params", std::nullopt, 1);
+    // At most 2^40 parameters (4 TiB of floats): far above any layer (VGG16's largest, fc6, has 1.03e8:
+    // configs/workloads/vgg16.json),
+    // and their byte counts, summed over the layers, stay inside Bytes' int64.
+    const int64_t params = l.get_int("params", std::nullopt, 1, int64_t{1} << 40);
     layer.params = static_cast<size_t>(params);
-    // Microseconds with fractions, to the nearest nanosecond.
+    // Microseconds with fractions, to the nearest nanosecond; at most kMaxTime (experiments/quantity.h,
+    // "Ranges").
     l.required("forward_us");
     l.required("backward_us");
-    layer.forward = Time::us(l.get_double("forward_us", 0, 0.0, std::nullopt));
-    layer.backward = Time::us(l.get_double("backward_us", 0, 0.0, std::nullopt));
+    const double max_us = kMaxTime.microseconds();
+    layer.forward = Time::us(l.get_double("forward_us", 0, 0.0, max_us));
+    layer.backward = Time::us(l.get_double("backward_us", 0, 0.0, max_us));
     l.get_double("forward_flops", 0, 0.0, std::nullopt);
     l.get_double("backward_flops", 0, 0.0, std::nullopt);
     l.get_string("source", "");

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "experiments/json_util.h"
 
 namespace bagua::experiments {
 
@@ -91,7 +92,7 @@ const std::vector<Unit>& flops_units() {
 }
 
 std::string quoted(std::string_view s) {
-  return "\"" + std::string(s) + "\"";
+  return echo(s);
 }
 
 // Splits "12.5 GB/s" into 12.5 and "GB/s" and returns the value in the base unit.
@@ -106,6 +107,8 @@ double parse_with(std::string_view text, const std::vector<Unit>& units, const c
   const char* begin = s.data();
   const char* end = s.data() + s.size();
   auto [ptr, ec] = std::from_chars(begin, end, value, std::chars_format::general);
+  if (ec == std::errc::result_out_of_range)
+    throw ConfigError(std::string(kind) + " out of a double's range, got " + quoted(text));
   if (ec != std::errc() || ptr == begin) {
     throw ConfigError("expected a " + std::string(kind) + " such as " + example + ", got " +
                       quoted(text));
@@ -121,10 +124,13 @@ double parse_with(std::string_view text, const std::vector<Unit>& units, const c
   for (const Unit& u : units)
     if (u.name == unit) return value * u.factor;
   std::string known;
-  for (const Unit& u : units)
+  std::vector<std::string> names;
+  for (const Unit& u : units) {
     known += (known.empty() ? "" : " ") + std::string(u.name);
+    names.emplace_back(u.name);
+  }
   throw ConfigError("unknown " + std::string(kind) + " unit " + quoted(unit) + " in " + quoted(text) +
-                    " (known: " + known + ")");
+                    did_you_mean_text(unit, names) + " (known: " + known + ")");
 }
 
 }  // namespace

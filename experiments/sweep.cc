@@ -32,6 +32,19 @@ Sweep parse_sweep(const Json* sweep) {
     if (!it->is_array() || it->empty()) throw_type_error(path, "a non-empty array of values", *it);
     out.axes.push_back({it.key(), std::vector<Json>(it->begin(), it->end())});
   }
+  // The points are expanded up front: their number is checked before (see sweep.h, kMaxSweepPoints).
+  if (out.mode == SweepMode::kGrid) {
+    size_t points = 1;
+    for (const SweepAxis& a : out.axes) {
+      if (points > kMaxSweepPoints / a.values.size()) {
+        throw ConfigError("sweep.axes: the grid has more than " + std::to_string(kMaxSweepPoints) +
+                          " points (the product of the axes' lengths)");
+      }
+      points *= a.values.size();
+    }
+  } else if (out.axes.front().values.size() > kMaxSweepPoints) {
+    throw ConfigError("sweep.axes: more than " + std::to_string(kMaxSweepPoints) + " points");
+  }
   if (out.mode == SweepMode::kZip) {
     const SweepAxis& first = out.axes.front();
     for (const SweepAxis& a : out.axes) {

@@ -36,6 +36,11 @@ struct Sweep {
 // One point's swept values: (axis path, value), in axis order.
 using SweptValues = std::vector<std::pair<std::string, Json>>;
 
+// The most points a sweep may have: every point is expanded and validated before the first runs, and
+// each holds its resolved config (a few kB), so a million take a few GB. Beyond, split the sweep
+// into several configs.
+inline constexpr size_t kMaxSweepPoints = 1'000'000;
+
 // Parses the "sweep" object (nullptr or absent: no axes). ConfigError names the path ("sweep.mode",
 // "sweep.axes.cluster.nic.bandwidth").
 Sweep parse_sweep(const Json* sweep);

@@ -13,11 +13,13 @@ ParamSchema QAdam::schema(const CompressorRegistry& compressors) {
   // Defaults are Bagua's: QAdamOptimizer(lr=1e-3, warmup_steps=100, betas=(0.9, 0.999), eps=1e-8) and
   // QAdamAlgorithm(hierarchical=True) (bagua/torch_api/algorithms/q_adam.py).
   s.add_double("lr", 1e-3, "learning rate", 0.0, std::nullopt, true);
-  s.add_int(
-      "warmup_steps", 100,
-      "steps of full-precision gradient averaging with plain Adam before the momentum is compressed "
-      "(0: compressed from the start, with v = 0, as in Bagua)",
-      0);
+  // At least 1, as Bagua's QAdamOptimizer requires ("Invalid warmup_steps parameter, must be larger
+  // than 0", bagua/torch_api/algorithms/q_adam.py): v is updated only during the warm-up, and with
+  // none it stays 0, so every step divides the momentum by eps alone and training diverges.
+  s.add_int("warmup_steps", 100,
+            "steps of full-precision gradient averaging with plain Adam before the momentum is "
+            "compressed (>= 1, as Bagua requires: v is learnt only then)",
+            1);
   s.add_double("beta1", 0.9, "decay of the momentum (exp_avg), below 1", 0.0, 1.0);
   s.add_double("beta2", 0.999, "decay of the second moment (exp_avg_sq), below 1", 0.0, 1.0);
   s.add_double("eps", 1e-8, "added to the denominator", 0.0);

@@ -56,7 +56,9 @@ TEST_F(Cli, ConfigErrorsExitNonZeroWithOneLineAndWriteNothing) {
     std::string first_words;  // the start of the error line
   };
   const Case cases[] = {
-      {"schedule.iterationz=5", "config error: schedule.iterationz: unknown key (known: iterations,"},
+      {"schedule.iterationz=5",
+       "config error: schedule.iterationz: unknown key, did you mean \"iterations\"? (known: "
+       "iterations,"},
       {"algorithm.hierarchical=3", "config error: algorithm.hierarchical: expected bool, got 3"},
       {"cluster.nic.bandwidth=0 Gbps",
        "config error: cluster.nic.bandwidth: must be > 0, got \"0 Gbps\""},

@@ -104,7 +104,8 @@ TEST(Config, ErrorsAreOneLineNamingThePath) {
   };
   const Case cases[] = {
       {{"schedule.iterationz=5"},
-       "schedule.iterationz: unknown key (known: iterations, eval_interval, bucket_size, overlap)"},
+       "schedule.iterationz: unknown key, did you mean \"iterations\"? (known: iterations, "
+       "eval_interval, bucket_size, overlap)"},
       {{"algorithm.hierarchical=3"}, "algorithm.hierarchical: expected bool, got 3"},
       {{"cluster.nic.bandwidth=0 Gbps"}, "cluster.nic.bandwidth: must be > 0, got \"0 Gbps\""},
       {{"cluster.nic.bandwidth=-5 Gbps"}, "cluster.nic.bandwidth: must be > 0, got \"-5 Gbps\""},
@@ -123,7 +124,8 @@ TEST(Config, ErrorsAreOneLineNamingThePath) {
       {{"algorithm.peers=9"}, "algorithm.peers: must be <= 4, got 9"},
       {{"workload.partition=shuffled"},
        "workload.partition: must be one of iid|sorted, got \"shuffled\""},
-      {{"workload.dims=3"}, "workload.dims: unknown key (known: name, batch_size, dim, partition)"},
+      {{"workload.dims=3"},
+       "workload.dims: unknown key, did you mean \"dim\"? (known: name, batch_size, dim, partition)"},
       {{R"(workload={"name": "profile"})"},
        "workload.file: missing (required for \"profile\"), e.g. \"configs/workloads/vgg16.json\""},
       {{R"(workload={"name": "profile", "file": "nowhere.json"})"},
@@ -163,7 +165,8 @@ TEST(Config, ErrorsAreOneLineNamingThePath) {
        "cluster.factors.tcp_window: expected a size with a unit, e.g. \"10 MiB\" or \"4096 B\", got "
        "64"},
       {{"cluster.factors.tcpwindow=\"1 MiB\""},
-       "cluster.factors.tcpwindow: unknown key (known: bandwidth_efficiency, latency_factor, "
+       "cluster.factors.tcpwindow: unknown key, did you mean \"tcp_window\"? (known: "
+       "bandwidth_efficiency, latency_factor, "
        "flow_window_cap, tcp_window, connections_per_peer, host_bandwidth_ceiling, message_overhead, "
        "message_gap)"},
       {{"cluster.transport.model=tcp"},
@@ -181,7 +184,8 @@ TEST(Config, ErrorsAreOneLineNamingThePath) {
        "slots, slot_bytes, ordered)"},
       {{"cluster.nic=3"}, "cluster.nic: expected an object, got 3"},
       {{"name=a b"},
-       "name: use letters, digits, '_', '-' and '.' only (it names the output folder), got \"a b\""},
+       "name: use at most 100 letters, digits, '_', '-' and '.' (it names the output folder), got \"a "
+       "b\""},
       {{"output.trace=1"}, "output.trace: expected bool, got 1"},
       {{"output.trace_ranks=[1]"}, "output.trace_ranks: needs \"trace\": true"},
       {{"foo"}, "--set \"foo\": expected dotted.path=value, e.g. cluster.nic.bandwidth=\"10 Gbps\""},
@@ -220,7 +224,8 @@ TEST(Config, MissingAndMalformedParts) {
     FAIL() << "no error";
   } catch (const ConfigError& e) {
     const std::string m = e.what();
-    EXPECT_EQ(m.rfind("broken.json: invalid JSON: parse error at line 1, column 10", 0), 0u) << m;
+    // The path of the value that does not parse, then the library's position.
+    EXPECT_EQ(m.rfind("broken.json: name: invalid JSON: parse error at line 1, column 10", 0), 0u) << m;
     EXPECT_EQ(m.find('\n'), std::string::npos);
   }
 }

@@ -72,7 +72,10 @@ TEST(Quantity, ErrorsNameTheTextAndGiveAnExample) {
   EXPECT_EQ(error_of(bw, "fast"),
             "expected a bandwidth such as \"100 Gbps\" or \"12.5 GB/s\", got \"fast\"");
   const std::string unit = error_of(bw, "100 Gbs");
-  EXPECT_EQ(unit.rfind("unknown bandwidth unit \"Gbs\" in \"100 Gbs\" (known: bps Kbps", 0), 0u)
+  EXPECT_EQ(
+      unit.rfind(
+          "unknown bandwidth unit \"Gbs\" in \"100 Gbs\", did you mean \"Gbps\"? (known: bps Kbps", 0),
+      0u)
       << unit;
   auto t = [](const char* s) { parse_time(s); };
   EXPECT_EQ(error_of(t, "5 min").rfind("unknown time unit \"min\"", 0), 0u);

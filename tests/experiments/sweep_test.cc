@@ -75,7 +75,8 @@ TEST(Sweep, ErrorsNameThePath) {
             "sweep.axes.output.dir: \"output\" cannot be swept");
   EXPECT_EQ(error_of(R"({"axes": {"a..b": [1]}})"),
             "sweep.axes.a..b: \"a..b\": not a dotted path such as cluster.nic.bandwidth");
-  EXPECT_EQ(error_of(R"({"axis": {"a": [1]}})"), "sweep.axis: unknown key (known: mode, axes)");
+  EXPECT_EQ(error_of(R"({"axis": {"a": [1]}})"),
+            "sweep.axis: unknown key, did you mean \"axes\"? (known: mode, axes)");
 }
 
 Experiment load_with_sweep(const std::string& sweep) {
