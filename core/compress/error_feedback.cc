@@ -1,5 +1,6 @@
 #include "core/compress/error_feedback.h"
 
+#include "core/compress/kernels.h"
 #include "core/ops.h"
 
 namespace bagua {
@@ -29,6 +30,18 @@ void ErrorFeedbackCompressor::encode(const BufferView& in, const BufferView& out
                       std::to_string(residual_.count()) + " " + to_string(residual_.view().memory()) +
                       " elements, and was given " + std::to_string(n) + " " + to_string(in.memory()) +
                       " elements (use one instance per buffer site)");
+  }
+  if (in.is_host()) {
+    // Two fused passes, the float operations of copy then axpy (x + 1 e, corrected + (-1) D(c)).
+    const float* x = in.as<float>().data();
+    float* corrected = corrected_.as<float>().data();
+    float* e = residual_.as<float>().data();
+    compress_kernels::add_scaled(x, 1.0f, e, n, corrected);  // corrected = x + e
+    inner_->encode(corrected_, out);                         // c = C(corrected)
+    inner_->decode(out, decoded_);                           // D(c)
+    compress_kernels::add_scaled(corrected, -1.0f, decoded_.as<float>().data(), n,
+                                 e);  // e = corrected - D(c)
+    return;
   }
   copy(corrected_, in);              // corrected = x
   axpy(corrected_, 1.0, residual_);  // corrected = x + e

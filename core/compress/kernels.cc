@@ -1,0 +1,418 @@
+// The vectorised host kernels (kernels.h). Each function names, in its comment, the reference
+// function (reference.cc) whose loop it performs eight lanes at a time.
+#include "core/compress/kernels.h"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <functional>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include "core/check.h"
+#include "core/compress/cast.h"
+#include "core/compress/common.h"
+#include "core/compress/minmax_uint8.h"
+#include "core/compress/reference.h"
+#include "core/compress/simd.h"
+
+namespace bagua::compress_kernels {
+
+using namespace compress_detail;
+using namespace simd;
+
+namespace {
+
+typedef float F32x4 __attribute__((vector_size(16)));
+
+constexpr float kTwo23 = 8388608.0f;  // common.h's rint_even: from 2^23 on every float is an integer
+
+// common.h's rint_even, lane by lane: (v + copysign(2^23, v)) - copysign(2^23, v) where |v| < 2^23.
+inline F32x8 rint_even8(F32x8 v) {
+  const U32x8 bits = bits_as<U32x8>(v);
+  const F32x8 big = bits_as<F32x8>((bits & 0x80000000u) | std::bit_cast<uint32_t>(kTwo23));
+  const F32x8 r = (v + big) - big;
+  const F32x8 magnitude = bits_as<F32x8>(bits & 0x7FFFFFFFu);
+  return magnitude < kTwo23 ? r : v;
+}
+
+size_t minmax_record_bytes(size_t len) {
+  return MinMaxUint8Compressor::kHeaderBytes + align_up(len, MinMaxUint8Compressor::kAlignBytes);
+}
+
+// One element of the reference's quantize loop.
+inline uint8_t quantize1(float x, const MinMaxUint8Compressor::Levels& l) {
+  float level = rint_even(x * l.scale);
+  level = level < l.upper_bound ? level : l.upper_bound;
+  float v = level - l.lower_bound;
+  v = v > 0.0f ? v : 0.0f;
+  v = v < 255.0f ? v : 255.0f;
+  return static_cast<uint8_t>(static_cast<int32_t>(v));
+}
+
+// Eight elements of it, up to the saturation, which store_bytes16 finishes in the integers: with
+// v' = (255 < v ? 255 : v) (a NaN v stays NaN), then q = trunc(v') saturated to [0, 255] — a NaN or a
+// negative v' truncates to a negative int32 (NaN to INT32_MIN) and saturates to 0, as the
+// reference's v > 0 ? v : 0 makes it 0; every other v' is at most 255 and truncates like the
+// reference's cast. One lane select fewer than the reference's two clamps, the same bytes.
+inline I32x8 quantize8(F32x8 x, const MinMaxUint8Compressor::Levels& l) {
+  F32x8 level = rint_even8(x * l.scale);
+  level = level < l.upper_bound ? level : l.upper_bound;
+  F32x8 v = level - l.lower_bound;
+  v = 255.0f < v ? 255.0f : v;
+  return __builtin_convertvector(v, I32x8);
+}
+
+// Sum of |x| over 16 lanes of double, then the tail; see kernels.h for why its f32 mean can be
+// trusted after the check in certified_mean.
+BAGUA_MULTIVERSION
+double sum_abs(const float* x, size_t len) {
+  F64x4 acc[4] = {};
+  const uint64_t kAbs = 0x7FFFFFFFFFFFFFFFull;
+  size_t j = 0;
+  for (; j + 16 <= len; j += 16) {
+    for (int a = 0; a < 4; ++a) {
+      const F64x4 d = __builtin_convertvector(load<F32x4>(x + j + 4 * a), F64x4);
+      acc[a] += bits_as<F64x4>(bits_as<U64x4>(d) & kAbs);
+    }
+  }
+  double sum = 0;
+  for (; j < len; ++j)
+    sum += std::fabs(x[j]);
+  const F64x4 total = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+  return sum + ((total[0] + total[1]) + (total[2] + total[3]));
+}
+
+// f32(sum / len) where `sum` was taken in some order: the value the reference's sequential sum gives,
+// when every sum within the error bound of kernels.h gives it; NaN as "unknown" otherwise.
+float certified_mean(double sum, size_t len, bool* known) {
+  *known = false;
+  if (!std::isfinite(sum)) return 0.0f;
+  const double delta = 4.0 * static_cast<double>(len + 2) * 0x1p-53;
+  const double count = static_cast<double>(len);
+  const auto lo = static_cast<float>(sum * (1.0 - delta) / count);
+  const auto hi = static_cast<float>(sum * (1.0 + delta) / count);
+  if (std::bit_cast<uint32_t>(lo) != std::bit_cast<uint32_t>(hi)) return 0.0f;
+  *known = true;
+  return lo;
+}
+
+}  // namespace
+
+// reference::chunk_min_max in 32 lanes (order-free except for zeros: kernels.h).
+BAGUA_MULTIVERSION
+std::pair<float, float> chunk_min_max(const float* x, size_t len) {
+  F32x8 min[4], max[4];
+  for (int a = 0; a < 4; ++a)
+    min[a] = max[a] = splat<F32x8>(x[0]);
+  size_t j = 0;
+  for (; j + 32 <= len; j += 32) {
+    for (int a = 0; a < 4; ++a) {
+      const F32x8 v = load<F32x8>(x + j + 8 * a);
+      min[a] = v < min[a] ? v : min[a];
+      max[a] = v > max[a] ? v : max[a];
+    }
+  }
+  for (int a = 1; a < 4; ++a) {
+    min[0] = min[a] < min[0] ? min[a] : min[0];
+    max[0] = max[a] > max[0] ? max[a] : max[0];
+  }
+  float lo = min[0][0], hi = max[0][0];
+  for (size_t l = 1; l < kLanes; ++l) {
+    lo = min[0][l] < lo ? min[0][l] : lo;
+    hi = max[0][l] > hi ? max[0][l] : hi;
+  }
+  for (; j < len; ++j) {
+    lo = x[j] < lo ? x[j] : lo;
+    hi = x[j] > hi ? x[j] : hi;
+  }
+  if (lo == 0.0f || hi == 0.0f) return compress_reference::chunk_min_max(x, len);  // which zero
+  return {lo, hi};
+}
+
+BAGUA_MULTIVERSION
+void minmax_uint8_encode(const float* x, size_t n, size_t chunk_size, uint8_t* y) {
+  constexpr size_t kHeaderBytes = MinMaxUint8Compressor::kHeaderBytes;
+  const Chunking chunks(n, chunk_size);
+  const size_t stride = minmax_record_bytes(chunks.chunk);
+  for (size_t i = 0; i < chunks.count; ++i) {
+    const float* chunk = x + chunks.begin(i);
+    const size_t len = chunks.length(i);
+    uint8_t* record = y + i * stride;
+
+    const auto [min, max] = chunk_min_max(chunk, len);
+    store_f32(record, min);
+    store_f32(record + 4, max);
+    std::memset(record + 8, 0, kHeaderBytes - 8);
+
+    const MinMaxUint8Compressor::Levels l = MinMaxUint8Compressor::levels(min, max);
+    uint8_t* q = record + kHeaderBytes;
+    size_t j = 0;
+    for (; j + 16 <= len; j += 16)
+      store_bytes16(q + j, quantize8(load<F32x8>(chunk + j), l), quantize8(load<F32x8>(chunk + j + 8), l));
+    for (; j < len; ++j)
+      q[j] = quantize1(chunk[j], l);
+    std::memset(q + len, 0, align_up(len, MinMaxUint8Compressor::kAlignBytes) - len);
+  }
+}
+
+BAGUA_MULTIVERSION
+void minmax_uint8_decode(const uint8_t* y, size_t n, size_t chunk_size, float* x) {
+  const Chunking chunks(n, chunk_size);
+  const size_t stride = minmax_record_bytes(chunks.chunk);
+  for (size_t i = 0; i < chunks.count; ++i) {
+    const uint8_t* record = y + i * stride;
+    const MinMaxUint8Compressor::Levels l =
+        MinMaxUint8Compressor::levels(load_f32(record), load_f32(record + 4));
+    const uint8_t* q = record + MinMaxUint8Compressor::kHeaderBytes;
+    float* chunk = x + chunks.begin(i);
+    const size_t len = chunks.length(i);
+    size_t j = 0;
+    for (; j + 8 <= len; j += 8) {
+      const F32x8 level = bytes_to_f32(q + j);
+      store(chunk + j, (level + l.lower_bound) / l.scale);
+    }
+    for (; j < len; ++j)
+      chunk[j] = (static_cast<float>(q[j]) + l.lower_bound) / l.scale;
+  }
+}
+
+float sign_scale(const float* x, size_t len) {
+  bool known = false;
+  const float mean = certified_mean(sum_abs(x, len), len, &known);
+  return known ? mean : compress_reference::sign_scale(x, len);
+}
+
+BAGUA_MULTIVERSION
+void sign_encode(const float* x, size_t n, size_t chunk_size, uint8_t* y) {
+  const Chunking chunks(n, chunk_size);
+  for (size_t i = 0; i < chunks.count; ++i)
+    store_f32(y + 4 * i, sign_scale(x + chunks.begin(i), chunks.length(i)));
+  uint8_t* bits = y + 4 * chunks.count;
+  const size_t full_bytes = n / 8;
+  size_t b = 0;
+#if defined(__SSE2__)
+  // Bit k of byte b is x[8b + k] >= 0 (false for NaN): a comparison, then the lanes' sign bits.
+  const __m128 zero = _mm_setzero_ps();
+  for (; b < full_bytes; ++b) {
+    const int low = _mm_movemask_ps(_mm_cmpge_ps(_mm_loadu_ps(x + 8 * b), zero));
+    const int high = _mm_movemask_ps(_mm_cmpge_ps(_mm_loadu_ps(x + 8 * b + 4), zero));
+    bits[b] = static_cast<uint8_t>(low | (high << 4));
+  }
+#endif
+  for (; b < full_bytes; ++b) {
+    const float* e = x + 8 * b;
+    uint8_t byte = 0;
+    for (int k = 0; k < 8; ++k)
+      byte |= static_cast<uint8_t>((e[k] >= 0.0f ? 1u : 0u) << k);
+    bits[b] = byte;
+  }
+  if (n % 8) {
+    uint8_t byte = 0;
+    for (size_t e = 8 * full_bytes; e < n; ++e)
+      byte |= static_cast<uint8_t>((x[e] >= 0.0f ? 1u : 0u) << (e % 8));
+    bits[full_bytes] = byte;
+  }
+}
+
+BAGUA_MULTIVERSION
+void sign_decode(const uint8_t* y, size_t n, size_t chunk_size, float* x) {
+  const Chunking chunks(n, chunk_size);
+  const uint8_t* bits = y + 4 * chunks.count;
+  const U32x8 kBit = {1u, 2u, 4u, 8u, 16u, 32u, 64u, 128u};
+  for (size_t i = 0; i < chunks.count; ++i) {
+    const uint32_t magnitude = std::bit_cast<uint32_t>(load_f32(y + 4 * i));
+    const size_t begin = chunks.begin(i);
+    const size_t end = begin + chunks.length(i);
+    auto one = [&](size_t e) {
+      const uint32_t negative = ((bits[e / 8] >> (e % 8)) & 1u) ^ 1u;
+      x[e] = std::bit_cast<float>(magnitude ^ (negative << 31));
+    };
+    size_t e = begin;
+    for (; e < end && e % 8 != 0; ++e)
+      one(e);
+    // Whole bytes: lane k takes bit k; a zero bit sets the sign.
+    for (; e + 8 <= end; e += 8) {
+      const U32x8 set = (splat<U32x8>(uint32_t{bits[e / 8]}) & kBit) == 0u;
+      store(x + e, splat<U32x8>(magnitude) ^ (set & 0x80000000u));
+    }
+    for (; e < end; ++e)
+      one(e);
+  }
+}
+
+// cast.cc's f32_to_f16_bits, lane by lane: every case computed, then selected.
+BAGUA_MULTIVERSION
+void fp16_encode(const float* x, size_t n, uint8_t* y) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    // Magnitudes are below 2^31, so signed lane comparisons order them (AVX2 has no unsigned ones).
+    const U32x8 bits = load<U32x8>(x + i);
+    const U32x8 sign = (bits >> 16) & 0x8000u;
+    const U32x8 magnitude = bits & 0x7FFFFFFFu;
+    const I32x8 m = bits_as<I32x8>(magnitude);
+    const U32x8 nan = 0x7E00u | ((magnitude >> 13) & 0x3FFu);
+    // The normal case's formula reaches 0x7C00 exactly at 65520 (the tie rounds to even, up) and
+    // grows past it above, infinity included: capped at 0x7C00 it is the reference's overflow case.
+    const U32x8 odd = (magnitude >> 13) & 1u;
+    U32x8 normal = (magnitude - (112u << 23) + 0xFFFu + odd) >> 13;
+    normal = normal < 0x7C00u ? normal : 0x7C00u;
+    F32x8 units = rint_even8(bits_as<F32x8>(magnitude) * 0x1p24f);
+    units = m < 0x38800000 ? units : 0.0f;
+    const U32x8 subnormal = bits_as<U32x8>(__builtin_convertvector(units, I32x8));
+    const U32x8 h = m > 0x7F800000 ? nan : m >= 0x38800000 ? normal : subnormal;
+    store_low16(y + 2 * i, sign | h);
+  }
+  for (; i < n; ++i) {
+    const uint16_t h = f32_to_f16_bits(x[i]);
+    std::memcpy(y + 2 * i, &h, 2);
+  }
+}
+
+// cast.cc's f16_bits_to_f32, lane by lane.
+BAGUA_MULTIVERSION
+void fp16_decode(const uint8_t* y, size_t n, float* x) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const U32x8 h = __builtin_convertvector(load<U16x8>(y + 2 * i), U32x8);
+    const U32x8 sign = (h & 0x8000u) << 16;
+    const U32x8 exponent = (h >> 10) & 0x1Fu;
+    const U32x8 fraction = h & 0x3FFu;
+    const F32x8 tiny = __builtin_convertvector(bits_as<I32x8>(fraction), F32x8) * 0x1p-24f;
+    const U32x8 subnormal = sign | bits_as<U32x8>(tiny);
+    const U32x8 inf_nan = sign | 0x7F800000u | (fraction << 13);
+    const U32x8 normal = sign | ((exponent + 112u) << 23) | (fraction << 13);
+    store(x + i, exponent == 0u ? subnormal : exponent == 0x1Fu ? inf_nan : normal);
+  }
+  for (; i < n; ++i) {
+    uint16_t h;
+    std::memcpy(&h, y + 2 * i, 2);
+    x[i] = f16_bits_to_f32(h);
+  }
+}
+
+// cast.cc's f32_to_bf16_bits, lane by lane.
+BAGUA_MULTIVERSION
+void bf16_encode(const float* x, size_t n, uint8_t* y) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const U32x8 bits = load<U32x8>(x + i);
+    const U32x8 quiet_nan = (bits >> 16) | 0x0040u;
+    const U32x8 rounded = (bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16;
+    const U32x8 b = (bits & 0x7FFFFFFFu) > 0x7F800000u ? quiet_nan : rounded;
+    store_low16(y + 2 * i, b);
+  }
+  for (; i < n; ++i) {
+    const uint16_t b = f32_to_bf16_bits(x[i]);
+    std::memcpy(y + 2 * i, &b, 2);
+  }
+}
+
+BAGUA_MULTIVERSION
+void bf16_decode(const uint8_t* y, size_t n, float* x) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    store(x + i, __builtin_convertvector(load<U16x8>(y + 2 * i), U32x8) << 16);
+  for (; i < n; ++i) {
+    uint16_t b;
+    std::memcpy(&b, y + 2 * i, 2);
+    x[i] = bf16_bits_to_f32(b);
+  }
+}
+
+// reference::topk_encode's radix select with its three passes made cheap: the histogram spread over
+// four copies (consecutive elements mostly share a bucket, and one copy would serialise on it), the
+// bucket's keys appended without a branch, and the keep pass skipping blocks of 8 with no key at or
+// above the threshold.
+BAGUA_MULTIVERSION
+void topk_encode(const float* x, size_t n, size_t k, uint8_t* y, std::vector<uint32_t>& candidates) {
+  auto key = [x](size_t i) {
+    const uint32_t bits = std::bit_cast<uint32_t>(x[i]) & 0x7FFFFFFFu;
+    return bits > 0x7F800000u ? 0x7F800000u : bits;
+  };
+  constexpr int kShift = 20;
+  constexpr size_t kBuckets = size_t{1} << (31 - kShift);
+  std::array<std::array<uint32_t, kBuckets>, 4> copies{};
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    for (size_t c = 0; c < 4; ++c)
+      ++copies[c][key(i + c) >> kShift];
+  }
+  for (; i < n; ++i)
+    ++copies[0][key(i) >> kShift];
+  std::array<size_t, kBuckets> histogram;
+  for (size_t b = 0; b < kBuckets; ++b)
+    histogram[b] = size_t{copies[0][b]} + copies[1][b] + copies[2][b] + copies[3][b];
+  size_t bucket = kBuckets - 1;
+  size_t above = 0;
+  while (above + histogram[bucket] < k)
+    above += histogram[bucket--];
+  if (candidates.size() < histogram[bucket] + 1) candidates.resize(histogram[bucket] + 1);
+  size_t count = 0;
+  for (i = 0; i < n; ++i) {
+    const uint32_t m = key(i);
+    candidates[count] = m;
+    count += (m >> kShift) == bucket;
+  }
+  const auto first = candidates.begin();
+  const auto kth = first + static_cast<ptrdiff_t>(k - above - 1);
+  std::nth_element(first, kth, first + static_cast<ptrdiff_t>(count), std::greater<uint32_t>());
+  const uint32_t threshold = *kth;
+  for (size_t c = 0; c < count; ++c)
+    above += candidates[c] > threshold;
+  size_t ties_left = k - above;
+
+  size_t j = 0;
+  i = 0;
+  while (i < n && j < k) {
+#if defined(__SSE2__)
+    // Keys are below 2^31, so a signed comparison orders them; threshold - 1 may be -1 (all pass).
+    const __m128i below = _mm_set1_epi32(static_cast<int32_t>(threshold) - 1);
+    const __m128i kMagnitude = _mm_set1_epi32(0x7FFFFFFF);
+    while (i + 8 <= n) {
+      // A NaN's key (above 0x7F800000) passes as well, so skipping stays safe.
+      const __m128i a = _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i)), kMagnitude);
+      const __m128i b =
+          _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i + 4)), kMagnitude);
+      const __m128i pass = _mm_or_si128(_mm_cmpgt_epi32(a, below), _mm_cmpgt_epi32(b, below));
+      if (_mm_movemask_epi8(pass) != 0) break;
+      i += 8;
+    }
+#endif
+    const size_t block_end = std::min(n, i + 8);
+    for (; i < block_end && j < k; ++i) {
+      const uint32_t m = key(i);
+      if (m > threshold || (m == threshold && ties_left > 0)) {
+        if (m == threshold) --ties_left;
+        const auto index = static_cast<int32_t>(i);
+        std::memcpy(y + 4 * j, &index, 4);
+        store_f32(y + 4 * k + 4 * j, x[i]);
+        ++j;
+      }
+    }
+  }
+  BAGUA_CHECK_EQ(j, k, "topk encode: elements kept");
+}
+
+void qsgd_encode(const float* x, size_t n, size_t chunk_size, uint32_t levels, uint64_t seed,
+                 uint64_t step, uint8_t* y) {
+  compress_reference::qsgd_encode(x, n, chunk_size, levels, seed, step, y);
+}
+
+void qsgd_decode(const uint8_t* y, size_t n, size_t chunk_size, uint32_t levels, float* x) {
+  compress_reference::qsgd_decode(y, n, chunk_size, levels, x);
+}
+
+BAGUA_MULTIVERSION
+void add_scaled(const float* x, float a, const float* e, size_t n, float* out) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    store(out + i, load<F32x8>(x + i) + a * load<F32x8>(e + i));
+  for (; i < n; ++i)
+    out[i] = x[i] + a * e[i];
+}
+
+}  // namespace bagua::compress_kernels
