@@ -323,75 +323,121 @@ void bf16_decode(const uint8_t* y, size_t n, float* x) {
   }
 }
 
-// reference::topk_encode's radix select with its three passes made cheap: the histogram spread over
-// four copies (consecutive elements mostly share a bucket, and one copy would serialise on it), the
-// bucket's keys appended without a branch, and the keep pass skipping blocks of 8 with no key at or
-// above the threshold.
+// For each 8-bit mask, the positions of its set bits, lowest first (the rest zero).
+constexpr std::array<std::array<uint32_t, 8>, 256> kSetBits = [] {
+  std::array<std::array<uint32_t, 8>, 256> table{};
+  for (uint32_t mask = 0; mask < 256; ++mask) {
+    size_t count = 0;
+    for (uint32_t bit = 0; bit < 8; ++bit) {
+      if (mask & (1u << bit)) table[mask][count++] = bit;
+    }
+  }
+  return table;
+}();
+
+// reference::topk_encode's output (every key above the k-th largest key, the threshold, then as many
+// equal to it as make k, in index order) from one pass over the input instead of three. A strided
+// sample of the keys gives a `floor` that about twice k keys reach; one vectorised pass collects, in
+// index order, every element whose key reaches the floor (the candidates); if fewer than k do, the
+// floor was too high and the pass is redone from floor 0 (every element). The threshold, the k-th
+// largest key among the candidates, is then the k-th largest of all keys, and the candidates hold
+// every key at or above it, in index order: the kept elements and their order are the reference's.
 BAGUA_MULTIVERSION
 void topk_encode(const float* x, size_t n, size_t k, uint8_t* y, std::vector<uint32_t>& candidates) {
   auto key = [x](size_t i) {
     const uint32_t bits = std::bit_cast<uint32_t>(x[i]) & 0x7FFFFFFFu;
     return bits > 0x7F800000u ? 0x7F800000u : bits;
   };
-  constexpr int kShift = 20;
-  constexpr size_t kBuckets = size_t{1} << (31 - kShift);
-  std::array<std::array<uint32_t, kBuckets>, 4> copies{};
-  size_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    for (size_t c = 0; c < 4; ++c)
-      ++copies[c][key(i + c) >> kShift];
+  // The sample: up to 1024 keys at a fixed stride; the floor: its key of rank 2 k / n of the sample,
+  // plus 16 (the sample's own spread), or 0 when that rank falls past the sample.
+  constexpr size_t kSample = 1024;
+  const size_t samples = std::min(n, kSample);
+  std::array<uint32_t, kSample> sample;
+  for (size_t s = 0; s < samples; ++s)
+    sample[s] = key(s * n / samples);
+  const size_t rank = static_cast<size_t>(2.0 * static_cast<double>(samples) *
+                                          static_cast<double>(k) / static_cast<double>(n)) +
+                      16;
+  uint32_t floor = 0;
+  if (rank < samples) {
+    std::nth_element(sample.begin(), sample.begin() + static_cast<ptrdiff_t>(rank),
+                     sample.begin() + static_cast<ptrdiff_t>(samples), std::greater<uint32_t>());
+    floor = sample[rank];
   }
-  for (; i < n; ++i)
-    ++copies[0][key(i) >> kShift];
-  std::array<size_t, kBuckets> histogram;
-  for (size_t b = 0; b < kBuckets; ++b)
-    histogram[b] = size_t{copies[0][b]} + copies[1][b] + copies[2][b] + copies[3][b];
-  size_t bucket = kBuckets - 1;
-  size_t above = 0;
+
+  // Candidates: indices (first `count` entries of `candidates`), then their keys after them (and
+  // room for one block's store past the end).
+  if (candidates.size() < 2 * n + kLanes) candidates.resize(2 * n + kLanes);
+  uint32_t* index = candidates.data();
+  size_t count = 0;
+  for (;;) {
+    count = 0;
+    size_t i = 0;
+#if defined(__SSE2__)
+    // Keys are below 2^31, so a signed comparison orders them; a NaN's magnitude (above
+    // 0x7F800000) reaches any floor its key does.
+    const __m128i below = _mm_set1_epi32(static_cast<int32_t>(floor) - 1);
+    const __m128i kMagnitude = _mm_set1_epi32(0x7FFFFFFF);
+    for (; i + 8 <= n; i += 8) {
+      const __m128i a =
+          _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i)), kMagnitude);
+      const __m128i b =
+          _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i + 4)), kMagnitude);
+      const int mask = _mm_movemask_ps(_mm_castsi128_ps(_mm_cmpgt_epi32(a, below))) |
+                       (_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpgt_epi32(b, below))) << 4);
+      // Branch-free (a block holds a candidate at random): store the indices of the mask's set
+      // bits, packed to the front, and advance by their number.
+      store(index + count, load<U32x8>(kSetBits[static_cast<size_t>(mask)].data()) +
+                               static_cast<uint32_t>(i));
+      count += static_cast<size_t>(std::popcount(static_cast<unsigned>(mask)));
+    }
+#endif
+    for (; i < n; ++i) {
+      index[count] = static_cast<uint32_t>(i);
+      count += key(i) >= floor;
+    }
+    if (count >= k) break;
+    floor = 0;  // too few: every element is a candidate
+  }
+  // The threshold among the candidates' keys, by the reference's radix select on (key - floor): a
+  // histogram of its top 11 bits picks the bucket of the k-th largest, nth_element among that bucket's
+  // keys (compacted in place) finds it.
+  uint32_t* keys = index + count;
+  uint32_t top = floor;
+  for (size_t c = 0; c < count; ++c) {
+    keys[c] = key(index[c]);
+    top = keys[c] > top ? keys[c] : top;
+  }
+  constexpr int kBucketBits = 11;
+  const int shift = std::max(0, static_cast<int>(std::bit_width(top - floor)) - kBucketBits);
+  std::array<uint32_t, size_t{1} << kBucketBits> histogram{};
+  for (size_t c = 0; c < count; ++c)
+    ++histogram[(keys[c] - floor) >> shift];
+  size_t bucket = histogram.size() - 1;
+  size_t above = 0;  // candidates in buckets above `bucket`
   while (above + histogram[bucket] < k)
     above += histogram[bucket--];
-  if (candidates.size() < histogram[bucket] + 1) candidates.resize(histogram[bucket] + 1);
-  size_t count = 0;
-  for (i = 0; i < n; ++i) {
-    const uint32_t m = key(i);
-    candidates[count] = m;
-    count += (m >> kShift) == bucket;
+  size_t in_bucket = 0;
+  for (size_t c = 0; c < count; ++c) {
+    keys[in_bucket] = keys[c];
+    in_bucket += ((keys[c] - floor) >> shift) == bucket;
   }
-  const auto first = candidates.begin();
-  const auto kth = first + static_cast<ptrdiff_t>(k - above - 1);
-  std::nth_element(first, kth, first + static_cast<ptrdiff_t>(count), std::greater<uint32_t>());
-  const uint32_t threshold = *kth;
-  for (size_t c = 0; c < count; ++c)
-    above += candidates[c] > threshold;
+  std::nth_element(keys, keys + (k - above - 1), keys + in_bucket, std::greater<uint32_t>());
+  const uint32_t threshold = keys[k - above - 1];
+  for (size_t c = 0; c < in_bucket; ++c)
+    above += keys[c] > threshold;
   size_t ties_left = k - above;
 
   size_t j = 0;
-  i = 0;
-  while (i < n && j < k) {
-#if defined(__SSE2__)
-    // Keys are below 2^31, so a signed comparison orders them; threshold - 1 may be -1 (all pass).
-    const __m128i below = _mm_set1_epi32(static_cast<int32_t>(threshold) - 1);
-    const __m128i kMagnitude = _mm_set1_epi32(0x7FFFFFFF);
-    while (i + 8 <= n) {
-      // A NaN's key (above 0x7F800000) passes as well, so skipping stays safe.
-      const __m128i a = _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i)), kMagnitude);
-      const __m128i b =
-          _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i + 4)), kMagnitude);
-      const __m128i pass = _mm_or_si128(_mm_cmpgt_epi32(a, below), _mm_cmpgt_epi32(b, below));
-      if (_mm_movemask_epi8(pass) != 0) break;
-      i += 8;
-    }
-#endif
-    const size_t block_end = std::min(n, i + 8);
-    for (; i < block_end && j < k; ++i) {
-      const uint32_t m = key(i);
-      if (m > threshold || (m == threshold && ties_left > 0)) {
-        if (m == threshold) --ties_left;
-        const auto index = static_cast<int32_t>(i);
-        std::memcpy(y + 4 * j, &index, 4);
-        store_f32(y + 4 * k + 4 * j, x[i]);
-        ++j;
-      }
+  for (size_t c = 0; c < count && j < k; ++c) {
+    const size_t i = index[c];
+    const uint32_t m = key(i);
+    if (m > threshold || (m == threshold && ties_left > 0)) {
+      if (m == threshold) --ties_left;
+      const auto kept = static_cast<int32_t>(i);
+      std::memcpy(y + 4 * j, &kept, 4);
+      store_f32(y + 4 * k + 4 * j, x[i]);
+      ++j;
     }
   }
   BAGUA_CHECK_EQ(j, k, "topk encode: elements kept");

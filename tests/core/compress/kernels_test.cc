@@ -310,6 +310,25 @@ TEST(CompressKernels, TopKMatchesTheReference) {
   }
 }
 
+TEST(CompressKernels, TopKWhoseSampleMisleadsStillMatches) {
+  // The kernel picks its candidates' floor from a strided sample (1024 keys at stride n / 1024): make
+  // exactly the sampled elements large, so that fewer than k elements reach the floor and the kernel
+  // must redo its pass from floor 0.
+  const size_t n = 70001, samples = 1024;
+  std::vector<float> x = make(Kind::kNormal, n, 3);
+  for (size_t s = 0; s < samples; ++s)
+    x[s * n / samples] = 1.0f + static_cast<float>(s);
+  for (double ratio : {0.05, 0.3}) {
+    const size_t k = sparse_k(ratio, n);
+    ASSERT_GT(k, samples);
+    std::vector<uint32_t> scratch_a, scratch_b;
+    expect_same_encoding(
+        x, 8 * k, [&](const float* in, uint8_t* out) { fast::topk_encode(in, n, k, out, scratch_a); },
+        [&](const float* in, uint8_t* out) { ref::topk_encode(in, n, k, out, scratch_b); },
+        "topk misleading sample ratio=" + std::to_string(ratio));
+  }
+}
+
 TEST(CompressKernels, QsgdMatchesTheReference) {
   for (Kind kind : kKinds) {
     for (size_t n : kLengths) {
