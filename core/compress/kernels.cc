@@ -19,6 +19,10 @@
 #include "core/compress/reference.h"
 #include "core/compress/simd.h"
 
+// Every float operation here is the reference's, rounded as the reference rounds it: no a * b + c may
+// become a fused multiply-add (the x86-64-v4 clone has FMA instructions).
+#pragma GCC optimize("fp-contract=off")
+
 namespace bagua::compress_kernels {
 
 using namespace compress_detail;
@@ -27,6 +31,7 @@ using namespace simd;
 namespace {
 
 typedef float F32x4 __attribute__((vector_size(16)));
+typedef int32_t I32x4 __attribute__((vector_size(16)));
 
 constexpr float kTwo23 = 8388608.0f;  // common.h's rint_even: from 2^23 on every float is an integer
 
@@ -443,13 +448,254 @@ void topk_encode(const float* x, size_t n, size_t k, uint8_t* y, std::vector<uin
   BAGUA_CHECK_EQ(j, k, "topk encode: elements kept");
 }
 
-void qsgd_encode(const float* x, size_t n, size_t chunk_size, uint32_t levels, uint64_t seed,
-                 uint64_t step, uint8_t* y) {
-  compress_reference::qsgd_encode(x, n, chunk_size, levels, seed, step, y);
+namespace {
+
+// Sum of x^2 in double over 16 lanes (each square exact: a float's 24-bit significand squared fits
+// double's 53), then the tail: the norm's sum, to be certified as sign's mean is.
+BAGUA_MULTIVERSION
+double sum_squares(const float* x, size_t len) {
+  F64x4 acc[4] = {};
+  size_t j = 0;
+  for (; j + 16 <= len; j += 16) {
+    for (int a = 0; a < 4; ++a) {
+      const F64x4 d = __builtin_convertvector(load<F32x4>(x + j + 4 * a), F64x4);
+      acc[a] += d * d;
+    }
+  }
+  double sum = 0;
+  for (; j < len; ++j)
+    sum += static_cast<double>(x[j]) * x[j];
+  const F64x4 total = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+  return sum + ((total[0] + total[1]) + (total[2] + total[3]));
 }
 
+// f32(sqrt(sum of squares)) of a chunk, the reference's value (kernels.h: certified, or redone).
+float qsgd_norm(const float* x, size_t len) {
+  const double sum = sum_squares(x, len);
+  if (std::isfinite(sum)) {
+    const double delta = 4.0 * static_cast<double>(len + 2) * 0x1p-53;
+    const auto lo = static_cast<float>(std::sqrt(sum * (1.0 - delta)));
+    const auto hi = static_cast<float>(std::sqrt(sum * (1.0 + delta)));
+    if (std::bit_cast<uint32_t>(lo) == std::bit_cast<uint32_t>(hi)) return lo;
+  }
+  double squares = 0;  // the reference's loop
+  for (size_t j = 0; j < len; ++j)
+    squares += static_cast<double>(x[j]) * x[j];
+  return static_cast<float>(std::sqrt(squares));
+}
+
+// SplitMix64 (common.h's Rng) is a counter: draw t (from 0) of a generator in state s0 mixes
+// s0 + (t + 1) G. Its uniform() keeps the top 24 bits of the mix, and the mix's last step
+// (z ^ (z >> 31)) leaves those unchanged, so it is skipped.
+constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;  // Rng::next's increment
+constexpr uint64_t kMix1 = 0xBF58476D1CE4E5B9ull;    // its multipliers
+constexpr uint64_t kMix2 = 0x94D049BB133111EBull;
+
+inline F32x4 uniform4(U64x4 state) {
+  U64x4 z = (state ^ (state >> 30)) * kMix1;
+  z = (z ^ (z >> 27)) * kMix2;
+  return __builtin_convertvector(__builtin_convertvector(z >> 40, I32x4), F32x4) * 0x1p-24f;
+}
+
+// The codes of elements [begin, begin + len) of a chunk (levels_per_unit its s / norm), element e's
+// draw being number e of the generator in state s0: reference::qsgd_encode's per-element arithmetic,
+// eight lanes at a time.
+[[gnu::always_inline]] inline void qsgd_codes_body(const float* x, size_t begin, size_t len, float levels_per_unit, float s,
+                int level_bits, uint64_t s0, uint32_t* codes) {
+  const U64x4 kLaneDraw = {1 * kGolden, 2 * kGolden, 3 * kGolden, 4 * kGolden};
+  size_t j = 0;
+  for (; j + 8 <= len; j += 8) {
+    const size_t e = begin + j;
+    const F32x8 v = load<F32x8>(x + e);
+    F32x8 r = bits_as<F32x8>(bits_as<U32x8>(v) & 0x7FFFFFFFu) * levels_per_unit;
+    r = r >= 0.0f ? r : 0.0f;  // NaN (a non-finite input)
+    const F32x8 floor_r = __builtin_convertvector(__builtin_convertvector(r, I32x8), F32x8);
+    const U64x4 first = splat<U64x4>(s0 + e * kGolden) + kLaneDraw;
+    const F32x4 u_low = uniform4(first), u_high = uniform4(first + 4 * kGolden);
+    const F32x8 u = __builtin_shufflevector(u_low, u_high, 0, 1, 2, 3, 4, 5, 6, 7);
+    F32x8 level = floor_r + (u < r - floor_r ? 1.0f : 0.0f);
+    level = level < s ? level : s;
+    const U32x8 l = bits_as<U32x8>(__builtin_convertvector(level, I32x8));
+    const U32x8 negative = bits_as<U32x8>((l != 0u) & (v < 0.0f)) & 1u;
+    store(codes + j, l | (negative << level_bits));
+  }
+  for (; j < len; ++j) {
+    const size_t e = begin + j;
+    const float xe = x[e];
+    float r = std::fabs(xe) * levels_per_unit;
+    if (!(r >= 0.0f)) r = 0.0f;
+    const auto floor_r = static_cast<float>(static_cast<uint32_t>(r));
+    Rng one(s0 + e * kGolden);
+    const float u = one.uniform();
+    float level = floor_r + (u < r - floor_r ? 1.0f : 0.0f);
+    level = level < s ? level : s;
+    const auto l = static_cast<uint32_t>(level);
+    const uint32_t negative = (l != 0 && xe < 0.0f) ? 1u : 0u;
+    codes[j] = l | (negative << level_bits);
+  }
+}
+
+
+// The body compiled three ways: for AVX-512 (DQ and VL: the draws' 64-bit lane multiplies in one
+// instruction; FMA comes with it, which the fp-contract pragma above keeps from fusing any a * b + c),
+// and for AVX2 and the baseline (target_clones); the first whose features the CPU has is taken.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__ELF__)
+__attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx2,fma,bmi2"))) void qsgd_codes_avx512(
+    const float* x, size_t begin, size_t len, float levels_per_unit, float s, int level_bits,
+    uint64_t s0, uint32_t* codes) {
+  qsgd_codes_body(x, begin, len, levels_per_unit, s, level_bits, s0, codes);
+}
+#endif
+
+BAGUA_MULTIVERSION void qsgd_codes_generic(const float* x, size_t begin, size_t len,
+                                           float levels_per_unit, float s, int level_bits, uint64_t s0,
+                                           uint32_t* codes) {
+  qsgd_codes_body(x, begin, len, levels_per_unit, s, level_bits, s0, codes);
+}
+
+void qsgd_codes(const float* x, size_t begin, size_t len, float levels_per_unit, float s,
+                int level_bits, uint64_t s0, uint32_t* codes) {
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__ELF__)
+  static const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+                             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
+  if (avx512) return qsgd_codes_avx512(x, begin, len, levels_per_unit, s, level_bits, s0, codes);
+#endif
+  qsgd_codes_generic(x, begin, len, levels_per_unit, s, level_bits, s0, codes);
+}
+
+}  // namespace
+
+// reference::qsgd_encode: the norms first (one pass), then the codes tile by tile (eight lanes at a
+// time, each element's draw computed from its index), packed into the stream. Element e's code
+// starts at stream bit e b, so a block of 8 elements from an index divisible by 8 fills exactly b
+// whole bytes: for b <= 8 its codes are packed into one 64-bit word and stored as b bytes; wider codes
+// go through the reference's bit writer.
+BAGUA_MULTIVERSION
+void qsgd_encode(const float* x, size_t n, size_t chunk_size, uint32_t levels, uint64_t seed,
+                 uint64_t step, uint8_t* y) {
+  const Chunking chunks(n, chunk_size);
+  const float s = static_cast<float>(levels);
+  const int level_bits = std::bit_width(levels), code_bits = level_bits + 1;
+  for (size_t i = 0; i < chunks.count; ++i)
+    store_f32(y + 4 * i, qsgd_norm(x + chunks.begin(i), chunks.length(i)));
+
+  // s0 such that draw e mixes s0 + (e + 1) G: Rng::for_step(seed, step) is Rng(v), whose state is v.
+  const uint64_t s0 = [&] {
+    Rng mixer(seed);
+    Rng stream(mixer.next() ^ step);
+    return stream.next();
+  }();
+
+  uint8_t* stream = y + 4 * chunks.count;
+  uint8_t* const stream_end = stream + div_up(n * static_cast<size_t>(code_bits), 8);
+  constexpr size_t kTile = 2048;  // codes per tile (8 KiB of scratch), a multiple of 8
+  uint32_t codes[kTile];
+  uint64_t pending = 0;  // the bit writer, for codes wider than 8 bits and the last partial block
+  int pending_bits = 0;
+  auto put = [&](uint32_t code) {
+    pending |= static_cast<uint64_t>(code) << pending_bits;
+    pending_bits += code_bits;
+    while (pending_bits >= 8) {
+      *stream++ = static_cast<uint8_t>(pending);
+      pending >>= 8;
+      pending_bits -= 8;
+    }
+  };
+  for (size_t tile = 0; tile < n; tile += kTile) {
+    const size_t tile_end = std::min(n, tile + kTile);
+    for (size_t e = tile; e < tile_end;) {
+      const size_t i = e / chunks.chunk;
+      const float norm = load_f32(y + 4 * i);
+      const float levels_per_unit = norm > 0 && std::isfinite(norm) ? s / norm : 0.0f;
+      const size_t end = std::min(tile_end, chunks.begin(i) + chunks.length(i));
+      qsgd_codes(x, e, end - e, levels_per_unit, s, level_bits, s0, codes + (e - tile));
+      e = end;
+    }
+    size_t e = tile;
+    if (code_bits <= 8) {
+      // Every tile starts at a multiple of 8, where the bit writer is empty.
+      for (; e + 8 <= tile_end; e += 8) {
+        uint64_t word = 0;
+        for (int l = 0; l < 8; ++l)
+          word |= static_cast<uint64_t>(codes[e - tile + static_cast<size_t>(l)]) << (l * code_bits);
+        if (stream + 8 <= stream_end)  // an 8-byte store (the next block overwrites the excess)
+          std::memcpy(stream, &word, 8);
+        else
+          std::memcpy(stream, &word, static_cast<size_t>(code_bits));
+        stream += code_bits;
+      }
+    }
+    for (; e < tile_end; ++e)
+      put(codes[e - tile]);
+  }
+  if (pending_bits > 0) *stream = static_cast<uint8_t>(pending);
+}
+
+// reference::qsgd_decode: the codes unpacked (as the encoder packed them: one 64-bit word per block of
+// 8 for b <= 8), then scaled eight lanes at a time.
+BAGUA_MULTIVERSION
 void qsgd_decode(const uint8_t* y, size_t n, size_t chunk_size, uint32_t levels, float* x) {
-  compress_reference::qsgd_decode(y, n, chunk_size, levels, x);
+  const Chunking chunks(n, chunk_size);
+  const float s = static_cast<float>(levels);
+  const int level_bits = std::bit_width(levels), code_bits = level_bits + 1;
+  const uint32_t level_mask = (1u << level_bits) - 1u;
+  const uint32_t code_mask = (1u << code_bits) - 1u;
+  const uint8_t* stream = y + 4 * chunks.count;
+  const uint8_t* const stream_end = stream + div_up(n * static_cast<size_t>(code_bits), 8);
+  constexpr size_t kTile = 2048;
+  uint32_t codes[kTile];
+  uint64_t pending = 0;
+  int pending_bits = 0;
+  auto get = [&]() {
+    while (pending_bits < code_bits) {
+      pending |= static_cast<uint64_t>(*stream++) << pending_bits;
+      pending_bits += 8;
+    }
+    const auto code = static_cast<uint32_t>(pending & code_mask);
+    pending >>= code_bits;
+    pending_bits -= code_bits;
+    return code;
+  };
+  for (size_t tile = 0; tile < n; tile += kTile) {
+    const size_t tile_end = std::min(n, tile + kTile);
+    size_t e = tile;
+    if (code_bits <= 8) {
+      for (; e + 8 <= tile_end; e += 8) {
+        uint64_t word = 0;
+        if (stream + 8 <= stream_end) {  // an 8-byte load, the block's b bytes kept
+          std::memcpy(&word, stream, 8);
+          if (code_bits < 8) word &= (uint64_t{1} << (8 * code_bits)) - 1u;
+        } else {
+          std::memcpy(&word, stream, static_cast<size_t>(code_bits));
+        }
+        stream += code_bits;
+        for (int l = 0; l < 8; ++l)
+          codes[e - tile + static_cast<size_t>(l)] =
+              static_cast<uint32_t>(word >> (l * code_bits)) & code_mask;
+      }
+    }
+    for (; e < tile_end; ++e)
+      codes[e - tile] = get();
+    for (e = tile; e < tile_end;) {
+      const size_t i = e / chunks.chunk;
+      const float unit = load_f32(y + 4 * i) / s;
+      const size_t end = std::min(tile_end, chunks.begin(i) + chunks.length(i));
+      size_t j = e;
+      for (; j + 8 <= end; j += 8) {
+        const U32x8 code = load<U32x8>(codes + (j - tile));
+        const F32x8 magnitude =
+            __builtin_convertvector(bits_as<I32x8>(code & level_mask), F32x8) * unit;
+        const U32x8 sign = bits_as<U32x8>((code >> level_bits) != 0u) & 0x80000000u;
+        store(x + j, bits_as<U32x8>(magnitude) ^ sign);
+      }
+      for (; j < end; ++j) {
+        const uint32_t code = codes[j - tile];
+        const float magnitude = static_cast<float>(code & level_mask) * unit;
+        x[j] = (code >> level_bits) ? -magnitude : magnitude;
+      }
+      e = end;
+    }
+  }
 }
 
 BAGUA_MULTIVERSION
@@ -459,6 +705,92 @@ void add_scaled(const float* x, float a, const float* e, size_t n, float* out) {
     store(out + i, load<F32x8>(x + i) + a * load<F32x8>(e + i));
   for (; i < n; ++i)
     out[i] = x[i] + a * e[i];
+}
+
+// ---- Error feedback's fused steps ------------------------------------------------------------------
+
+// sign: the scales (one pass), then per block of 8 elements of one chunk the byte of bits and the
+// residual e + (-1) (+-scale) (a second pass); blocks across a chunk boundary, and the tail, one element
+// at a time.
+BAGUA_MULTIVERSION
+void sign_encode_residual(float* e, size_t n, size_t chunk_size, float a, uint8_t* y) {
+  const Chunking chunks(n, chunk_size);
+  for (size_t i = 0; i < chunks.count; ++i)
+    store_f32(y + 4 * i, sign_scale(e + chunks.begin(i), chunks.length(i)));
+  uint8_t* bits = y + 4 * chunks.count;
+  auto one = [&](size_t j) {  // element j: its bit, then its residual
+    const bool bit = e[j] >= 0.0f;
+    const uint32_t magnitude = std::bit_cast<uint32_t>(load_f32(y + 4 * (j / chunks.chunk)));
+    const float decoded = std::bit_cast<float>(magnitude ^ ((bit ? 0u : 1u) << 31));
+    if (j % 8 == 0) bits[j / 8] = 0;
+    bits[j / 8] = static_cast<uint8_t>(bits[j / 8] | ((bit ? 1u : 0u) << (j % 8)));
+    e[j] = e[j] + a * decoded;
+  };
+  size_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const size_t chunk = j / chunks.chunk;
+    if ((j + 7) / chunks.chunk != chunk) {
+      for (size_t l = 0; l < 8; ++l)
+        one(j + l);
+      continue;
+    }
+    const uint32_t magnitude = std::bit_cast<uint32_t>(load_f32(y + 4 * chunk));
+    const F32x8 v = load<F32x8>(e + j);
+    const I32x8 nonnegative = v >= 0.0f;
+    bits[j / 8] = static_cast<uint8_t>(movemask8(nonnegative));
+    const U32x8 sign = bits_as<U32x8>(~nonnegative) & 0x80000000u;
+    const F32x8 decoded = bits_as<F32x8>(splat<U32x8>(magnitude) ^ sign);
+    store(e + j, v + a * decoded);
+  }
+  for (; j < n; ++j)
+    one(j);
+}
+
+// minmax_uint8: per chunk the min and max (one pass), then the quantization, the decoded value
+// (q + lower_bound) / scale of the stored byte q and the residual (a second pass).
+BAGUA_MULTIVERSION
+void minmax_uint8_encode_residual(float* e, size_t n, size_t chunk_size, float a, uint8_t* y) {
+  constexpr size_t kHeaderBytes = MinMaxUint8Compressor::kHeaderBytes;
+  const Chunking chunks(n, chunk_size);
+  const size_t stride = minmax_record_bytes(chunks.chunk);
+  for (size_t i = 0; i < chunks.count; ++i) {
+    float* chunk = e + chunks.begin(i);
+    const size_t len = chunks.length(i);
+    uint8_t* record = y + i * stride;
+    const auto [min, max] = chunk_min_max(chunk, len);
+    store_f32(record, min);
+    store_f32(record + 4, max);
+    std::memset(record + 8, 0, kHeaderBytes - 8);
+    const MinMaxUint8Compressor::Levels l = MinMaxUint8Compressor::levels(min, max);
+    uint8_t* q = record + kHeaderBytes;
+    size_t j = 0;
+    for (; j + 16 <= len; j += 16) {
+      store_bytes16(q + j, quantize8(load<F32x8>(chunk + j), l),
+                    quantize8(load<F32x8>(chunk + j + 8), l));
+      const F32x8 level_a = bytes_to_f32(q + j), level_b = bytes_to_f32(q + j + 8);
+      store(chunk + j, load<F32x8>(chunk + j) + a * ((level_a + l.lower_bound) / l.scale));
+      store(chunk + j + 8,
+            load<F32x8>(chunk + j + 8) + a * ((level_b + l.lower_bound) / l.scale));
+    }
+    for (; j < len; ++j) {
+      q[j] = quantize1(chunk[j], l);
+      chunk[j] = chunk[j] + a * ((static_cast<float>(q[j]) + l.lower_bound) / l.scale);
+    }
+    std::memset(q + len, 0, align_up(len, MinMaxUint8Compressor::kAlignBytes) - len);
+  }
+}
+
+// topk: the encoding, then only the k kept elements change: e + a e. The others are e + a (+0) = e + (-0),
+// which is e (corrected, a sum, is never a signalling NaN).
+void topk_encode_residual(float* e, size_t n, size_t k, float a, uint8_t* y,
+                          std::vector<uint32_t>& candidates) {
+  topk_encode(e, n, k, y, candidates);
+  for (size_t j = 0; j < k; ++j) {
+    int32_t index;
+    std::memcpy(&index, y + 4 * j, 4);
+    const float decoded = load_f32(y + 4 * k + 4 * j);
+    e[index] = e[index] + a * decoded;
+  }
 }
 
 }  // namespace bagua::compress_kernels

@@ -45,4 +45,14 @@ void qsgd_decode(const uint8_t* y, size_t n, size_t chunk_size, uint32_t levels,
 
 void add_scaled(const float* x, float a, const float* e, size_t n, float* out);
 
+// Error feedback's step fused (Compressor::encode_residual): encode `corrected` into y, then
+// corrected := corrected + a D(y), element by element, in fewer passes than encode, decode and
+// add_scaled; the same bytes and floats as those three. `a` is -1, taken as an argument as add_scaled
+// takes it: the reference multiplies by it, which keeps a NaN's sign, where a literal -1 would let the
+// compiler fold the product into a negation, which flips it.
+void sign_encode_residual(float* corrected, size_t n, size_t chunk_size, float a, uint8_t* y);
+void minmax_uint8_encode_residual(float* corrected, size_t n, size_t chunk_size, float a, uint8_t* y);
+void topk_encode_residual(float* corrected, size_t n, size_t k, float a, uint8_t* y,
+                          std::vector<uint32_t>& candidates);
+
 }  // namespace bagua::compress_kernels

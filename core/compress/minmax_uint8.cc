@@ -54,6 +54,13 @@ void MinMaxUint8Compressor::decode(const BufferView& in, const BufferView& out) 
                                         out.as<float>().data());
 }
 
+bool MinMaxUint8Compressor::encode_residual(const BufferView& corrected, const BufferView& out) {
+  if (!check_encode(*this, corrected, out)) return true;
+  compress_kernels::minmax_uint8_encode_residual(corrected.as<float>().data(), corrected.count(),
+                                                 chunk_size_, -1.0f, out.as<uint8_t>().data());
+  return true;
+}
+
 // Bagua's encode makes three passes over the input (cub::DeviceReduce::Min, cub::DeviceReduce::Max,
 // then the quantizing kernel): 12n bytes read, the encoding written. Flops per element: a comparison in
 // each reduction, then multiply, round, min and subtract — 6.

@@ -34,6 +34,13 @@ void SignCompressor::decode(const BufferView& in, const BufferView& out) {
                                 out.as<float>().data());
 }
 
+bool SignCompressor::encode_residual(const BufferView& corrected, const BufferView& out) {
+  if (!check_encode(*this, corrected, out)) return true;
+  compress_kernels::sign_encode_residual(corrected.as<float>().data(), corrected.count(), chunk_size_,
+                                         -1.0f, out.as<uint8_t>().data());
+  return true;
+}
+
 // Two passes over the input (the chunk means, then the bits): 8n bytes read, the encoding written.
 // Flops per element: abs and add for the mean, a comparison for the bit — 3.
 Work SignCompressor::encode_cost(size_t n) const {

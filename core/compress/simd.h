@@ -99,6 +99,20 @@ inline void store_low16(uint8_t* p, U32x8 v) {
 #endif
 }
 
+// The top bit of each lane of a mask (lane l -> bit l), as SSE2's movemask gives it.
+inline int movemask8(I32x8 mask) {
+#if defined(__SSE2__)
+  __m128i half[2];
+  std::memcpy(half, &mask, sizeof mask);
+  return _mm_movemask_ps(_mm_castsi128_ps(half[0])) | (_mm_movemask_ps(_mm_castsi128_ps(half[1])) << 4);
+#else
+  int bits = 0;
+  for (size_t l = 0; l < kLanes; ++l)
+    bits |= (mask[l] < 0 ? 1 : 0) << l;
+  return bits;
+#endif
+}
+
 // 8 bytes as float lanes (through int32 lanes, which GCC widens in one instruction).
 inline F32x8 bytes_to_f32(const uint8_t* p) {
   return __builtin_convertvector(__builtin_convertvector(load<U8x8>(p), I32x8), F32x8);

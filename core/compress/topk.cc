@@ -73,6 +73,15 @@ void TopKCompressor::decode(const BufferView& in, const BufferView& out) {
   }
 }
 
+bool TopKCompressor::encode_residual(const BufferView& corrected, const BufferView& out) {
+  if (!check_encode(*this, corrected, out)) return true;
+  const size_t n = corrected.count();
+  check_index_range(*this, n);
+  compress_kernels::topk_encode_residual(corrected.as<float>().data(), n, k(n), -1.0f,
+                                         out.as<uint8_t>().data(), candidates_);
+  return true;
+}
+
 // A radix select, on the host as on a GPU: three passes over the input (histogram, bucket, keep),
 // 12n bytes read, the encoding written; an abs and two comparisons per element — 3 flops.
 Work TopKCompressor::encode_cost(size_t n) const {

@@ -137,7 +137,12 @@ template <class T>
 std::vector<T> mixed_values(size_t n, uint32_t seed) {
   std::mt19937 gen(seed);
   std::normal_distribution<double> normal(0.0, 3.0);
-  const T specials[] = {std::numeric_limits<T>::quiet_NaN(), -std::numeric_limits<T>::infinity(),
+  // NaNs of both signs and two payloads: where both operands are NaN, which one the result carries
+  // depends on the operand order.
+  T payload_nan = std::numeric_limits<T>::quiet_NaN();
+  reinterpret_cast<unsigned char*>(&payload_nan)[0] ^= 0x5A;
+  const T specials[] = {std::numeric_limits<T>::quiet_NaN(), -std::numeric_limits<T>::quiet_NaN(),
+                        payload_nan, -std::numeric_limits<T>::infinity(),
                         std::numeric_limits<T>::infinity(), T(0), -T(0), T(1)};
   std::vector<T> v(n);
   for (T& x : v)

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -353,6 +354,71 @@ TEST(CompressKernels, QsgdMatchesTheReference) {
               what + " decode");
         }
       }
+    }
+  }
+}
+
+// Error feedback's fused step: the encoding and the new residual must be what the reference's encode,
+// decode and add_scaled (corrected + (-1) D(c)) give.
+template <class Fused, class Encode, class Decode>
+void expect_same_feedback(const std::vector<float>& corrected, size_t bytes, Fused fused,
+                          Encode ref_encode, Decode ref_decode, const std::string& what) {
+  const size_t n = corrected.size();
+  std::vector<float> e = corrected, expected(n), decoded(n);
+  std::vector<uint8_t> a(bytes + 1, 0xAB), b(bytes + 1, 0xAB);
+  fused(e.data(), a.data());
+  ref_encode(corrected.data(), b.data());
+  ref_decode(b.data(), decoded.data());
+  ref::add_scaled(corrected.data(), -1.0f, decoded.data(), n, expected.data());
+  const long at = first_difference(a.data(), b.data(), a.size());
+  ASSERT_EQ(at, -1) << what << ": encoding differs at byte " << at;
+  const long el = first_difference(e.data(), expected.data(), 4 * n);
+  ASSERT_EQ(el, -1) << what << ": residual differs at element " << el / 4 << ": "
+                    << e[static_cast<size_t>(el) / 4] << " vs " << expected[static_cast<size_t>(el) / 4];
+}
+
+TEST(CompressKernels, FusedErrorFeedbackMatchesTheReference) {
+  volatile float opaque = -1.0f;  // as error feedback passes it: a value, not a literal to fold
+  const float minus_one = opaque;
+  for (Kind kind : kKinds) {
+    for (size_t n : kLengths) {
+      // corrected = x + e is a sum: no signalling NaN (the fused forms rely on it).
+      std::vector<float> corrected = make(kind, n, static_cast<uint32_t>(n + 11));
+      for (float& v : corrected)
+        v = v + 0.0f * 1.0f;
+      for (size_t chunk : kChunkSizes) {
+        const std::string suffix = " " + name(kind) + " n=" + std::to_string(n) +
+                                   " chunk=" + std::to_string(chunk);
+        const SignCompressor sign(chunk);
+        expect_same_feedback(
+            corrected, static_cast<size_t>(sign.encoded_bytes(n).count()),
+            [&](float* e, uint8_t* y) { fast::sign_encode_residual(e, n, chunk, minus_one, y); },
+            [&](const float* in, uint8_t* y) { ref::sign_encode(in, n, chunk, y); },
+            [&](const uint8_t* y, float* out) { ref::sign_decode(y, n, chunk, out); }, "sign" + suffix);
+        const MinMaxUint8Compressor minmax(chunk);
+        expect_same_feedback(
+            corrected, static_cast<size_t>(minmax.encoded_bytes(n).count()),
+            [&](float* e, uint8_t* y) { fast::minmax_uint8_encode_residual(e, n, chunk, minus_one, y); },
+            [&](const float* in, uint8_t* y) { ref::minmax_uint8_encode(in, n, chunk, y); },
+            [&](const uint8_t* y, float* out) { ref::minmax_uint8_decode(y, n, chunk, out); },
+            "minmax_uint8" + suffix);
+      }
+      const size_t k = sparse_k(0.05, n);
+      std::vector<uint32_t> scratch_a, scratch_b;
+      expect_same_feedback(
+          corrected, 8 * k,
+          [&](float* e, uint8_t* y) { fast::topk_encode_residual(e, n, k, minus_one, y, scratch_a); },
+          [&](const float* in, uint8_t* y) { ref::topk_encode(in, n, k, y, scratch_b); },
+          [&](const uint8_t* y, float* out) {
+            // topk.cc's decode: zeros, then the kept values scattered.
+            std::fill_n(out, n, 0.0f);
+            for (size_t j = 0; j < k; ++j) {
+              int32_t index;
+              std::memcpy(&index, y + 4 * j, 4);
+              std::memcpy(out + index, y + 4 * k + 4 * j, 4);
+            }
+          },
+          "topk " + name(kind) + " n=" + std::to_string(n));
     }
   }
 }
