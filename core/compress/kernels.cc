@@ -71,15 +71,15 @@ inline I32x8 quantize8(F32x8 x, const MinMaxUint8Compressor::Levels& l) {
   return __builtin_convertvector(v, I32x8);
 }
 
-// Sum of |x| over 16 lanes of double, then the tail; see kernels.h for why its f32 mean can be
+// Sum of |x| over 32 lanes of double, then the tail; see kernels.h for why its f32 mean can be
 // trusted after the check in certified_mean.
 BAGUA_MULTIVERSION
 double sum_abs(const float* x, size_t len) {
-  F64x4 acc[4] = {};
+  F64x4 acc[8] = {};  // eight chains, so that the adds' latency does not bound the loop
   const uint64_t kAbs = 0x7FFFFFFFFFFFFFFFull;
   size_t j = 0;
-  for (; j + 16 <= len; j += 16) {
-    for (int a = 0; a < 4; ++a) {
+  for (; j + 32 <= len; j += 32) {
+    for (int a = 0; a < 8; ++a) {
       const F64x4 d = __builtin_convertvector(load<F32x4>(x + j + 4 * a), F64x4);
       acc[a] += bits_as<F64x4>(bits_as<U64x4>(d) & kAbs);
     }
@@ -87,7 +87,7 @@ double sum_abs(const float* x, size_t len) {
   double sum = 0;
   for (; j < len; ++j)
     sum += std::fabs(x[j]);
-  const F64x4 total = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+  const F64x4 total = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
   return sum + ((total[0] + total[1]) + (total[2] + total[3]));
 }
 
@@ -450,14 +450,14 @@ void topk_encode(const float* x, size_t n, size_t k, uint8_t* y, std::vector<uin
 
 namespace {
 
-// Sum of x^2 in double over 16 lanes (each square exact: a float's 24-bit significand squared fits
+// Sum of x^2 in double over 32 lanes (each square exact: a float's 24-bit significand squared fits
 // double's 53), then the tail: the norm's sum, to be certified as sign's mean is.
 BAGUA_MULTIVERSION
 double sum_squares(const float* x, size_t len) {
-  F64x4 acc[4] = {};
+  F64x4 acc[8] = {};
   size_t j = 0;
-  for (; j + 16 <= len; j += 16) {
-    for (int a = 0; a < 4; ++a) {
+  for (; j + 32 <= len; j += 32) {
+    for (int a = 0; a < 8; ++a) {
       const F64x4 d = __builtin_convertvector(load<F32x4>(x + j + 4 * a), F64x4);
       acc[a] += d * d;
     }
@@ -465,7 +465,7 @@ double sum_squares(const float* x, size_t len) {
   double sum = 0;
   for (; j < len; ++j)
     sum += static_cast<double>(x[j]) * x[j];
-  const F64x4 total = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+  const F64x4 total = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
   return sum + ((total[0] + total[1]) + (total[2] + total[3]));
 }
 
@@ -710,40 +710,37 @@ void add_scaled(const float* x, float a, const float* e, size_t n, float* out) {
 // ---- Error feedback's fused steps ------------------------------------------------------------------
 
 // sign: the scales (one pass), then per block of 8 elements of one chunk the byte of bits and the
-// residual e + (-1) (+-scale) (a second pass); blocks across a chunk boundary, and the tail, one element
-// at a time.
+// residual e + a (+-scale) (a second pass); elements of a byte shared by two chunks one at a time.
 BAGUA_MULTIVERSION
 void sign_encode_residual(float* e, size_t n, size_t chunk_size, float a, uint8_t* y) {
   const Chunking chunks(n, chunk_size);
   for (size_t i = 0; i < chunks.count; ++i)
     store_f32(y + 4 * i, sign_scale(e + chunks.begin(i), chunks.length(i)));
   uint8_t* bits = y + 4 * chunks.count;
-  auto one = [&](size_t j) {  // element j: its bit, then its residual
-    const bool bit = e[j] >= 0.0f;
-    const uint32_t magnitude = std::bit_cast<uint32_t>(load_f32(y + 4 * (j / chunks.chunk)));
-    const float decoded = std::bit_cast<float>(magnitude ^ ((bit ? 0u : 1u) << 31));
-    if (j % 8 == 0) bits[j / 8] = 0;
-    bits[j / 8] = static_cast<uint8_t>(bits[j / 8] | ((bit ? 1u : 0u) << (j % 8)));
-    e[j] = e[j] + a * decoded;
-  };
-  size_t j = 0;
-  for (; j + 8 <= n; j += 8) {
-    const size_t chunk = j / chunks.chunk;
-    if ((j + 7) / chunks.chunk != chunk) {
-      for (size_t l = 0; l < 8; ++l)
-        one(j + l);
-      continue;
+  for (size_t i = 0; i < chunks.count; ++i) {
+    const uint32_t magnitude = std::bit_cast<uint32_t>(load_f32(y + 4 * i));
+    auto one = [&](size_t j) {  // element j: its bit, then its residual
+      const bool bit = e[j] >= 0.0f;
+      const float decoded = std::bit_cast<float>(magnitude ^ ((bit ? 0u : 1u) << 31));
+      if (j % 8 == 0) bits[j / 8] = 0;
+      bits[j / 8] = static_cast<uint8_t>(bits[j / 8] | ((bit ? 1u : 0u) << (j % 8)));
+      e[j] = e[j] + a * decoded;
+    };
+    const size_t end = chunks.begin(i) + chunks.length(i);
+    size_t j = chunks.begin(i);
+    for (; j < end && j % 8 != 0; ++j)
+      one(j);
+    for (; j + 8 <= end; j += 8) {  // whole bytes of this chunk
+      const F32x8 v = load<F32x8>(e + j);
+      const I32x8 nonnegative = v >= 0.0f;
+      bits[j / 8] = static_cast<uint8_t>(movemask8(nonnegative));
+      const U32x8 sign = bits_as<U32x8>(~nonnegative) & 0x80000000u;
+      const F32x8 decoded = bits_as<F32x8>(splat<U32x8>(magnitude) ^ sign);
+      store(e + j, v + a * decoded);
     }
-    const uint32_t magnitude = std::bit_cast<uint32_t>(load_f32(y + 4 * chunk));
-    const F32x8 v = load<F32x8>(e + j);
-    const I32x8 nonnegative = v >= 0.0f;
-    bits[j / 8] = static_cast<uint8_t>(movemask8(nonnegative));
-    const U32x8 sign = bits_as<U32x8>(~nonnegative) & 0x80000000u;
-    const F32x8 decoded = bits_as<F32x8>(splat<U32x8>(magnitude) ^ sign);
-    store(e + j, v + a * decoded);
+    for (; j < end; ++j)
+      one(j);
   }
-  for (; j < n; ++j)
-    one(j);
 }
 
 // minmax_uint8: per chunk the min and max (one pass), then the quantization, the decoded value

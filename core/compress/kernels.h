@@ -9,7 +9,7 @@
 //     only when it is the first element — every lane starts from it — and so do the kernels). A chunk
 //     whose min or max is a zero is redone by the reference.
 //   - sums of |x| (sign's scale) and of x^2 (QSGD's norm, each square exact in double): both the
-//     reference's sequential double sum and the kernels' sum in 16 lanes lie within a relative
+//     reference's sequential double sum and the kernels' sum in 32 lanes lie within a relative
 //     gamma_n = n u / (1 - n u) of the exact sum (u = 2^-53, non-negative terms; Higham, "Accuracy and
 //     Stability of Numerical Algorithms", 2nd ed., section 4.2). The stored f32 is a monotone function
 //     of the sum, so where the kernel's sum widened by twice that bound (and a margin) maps to one f32,
