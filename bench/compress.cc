@@ -52,7 +52,8 @@ const char* const kErrorFeedbackInner[] = {"sign", "minmax_uint8", "topk"};
 std::unique_ptr<Compressor> make(const std::string& name) {
   const std::string prefix = kErrorFeedbackPrefix;
   if (name.rfind(prefix, 0) == 0)
-    return bagua::make_error_feedback(make(name.substr(prefix.size(), name.size() - prefix.size() - 1)));
+    return bagua::make_error_feedback(
+        make(name.substr(prefix.size(), name.size() - prefix.size() - 1)));
   return registry().create(name, bagua::Params(registry().at(name).schema));
 }
 

@@ -137,8 +137,8 @@ int run(int argc, char** argv) {
     if (!agree) return 1;  // on every rank at once
     if (world.rank() == 0) {
       std::printf("| %8s | %14.4f | %10.4f | %10.4f | %15.4f | %18.4f | %10.2f | %15.2f |\n",
-                  size_name(bytes).c_str(), ring * 1e3, tree * 1e3, hd * 1e3, tuned * 1e3,
-                  native * 1e3, ring / native, tuned / native);
+                  size_name(bytes).c_str(), ring * 1e3, tree * 1e3, hd * 1e3, tuned * 1e3, native * 1e3,
+                  ring / native, tuned / native);
       std::fflush(stdout);
     }
   }

@@ -12,9 +12,9 @@ namespace bagua::collectives {
 
 namespace {
 
-constexpr AllreduceAlgo kAllreduceAlgos[] = {AllreduceAlgo::kRing, AllreduceAlgo::kTree,
-                                             AllreduceAlgo::kHalvingDoubling, AllreduceAlgo::kNative,
-                                             AllreduceAlgo::kNccl,          AllreduceAlgo::kMpiTuned};
+constexpr AllreduceAlgo kAllreduceAlgos[] = {
+    AllreduceAlgo::kRing,   AllreduceAlgo::kTree, AllreduceAlgo::kHalvingDoubling,
+    AllreduceAlgo::kNative, AllreduceAlgo::kNccl, AllreduceAlgo::kMpiTuned};
 constexpr BroadcastAlgo kBroadcastAlgos[] = {BroadcastAlgo::kBinomial, BroadcastAlgo::kChain};
 constexpr ReduceAlgo kReduceAlgos[] = {ReduceAlgo::kBinomial, ReduceAlgo::kChain};
 constexpr IntraHostAlgo kIntraHostAlgos[] = {IntraHostAlgo::kAuto, IntraHostAlgo::kBinomial,

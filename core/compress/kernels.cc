@@ -157,7 +157,8 @@ void minmax_uint8_encode(const float* x, size_t n, size_t chunk_size, uint8_t* y
     uint8_t* q = record + kHeaderBytes;
     size_t j = 0;
     for (; j + 16 <= len; j += 16)
-      store_bytes16(q + j, quantize8(load<F32x8>(chunk + j), l), quantize8(load<F32x8>(chunk + j + 8), l));
+      store_bytes16(q + j, quantize8(load<F32x8>(chunk + j), l),
+                    quantize8(load<F32x8>(chunk + j + 8), l));
     for (; j < len; ++j)
       q[j] = quantize1(chunk[j], l);
     std::memset(q + len, 0, align_up(len, MinMaxUint8Compressor::kAlignBytes) - len);
@@ -360,8 +361,8 @@ void topk_encode(const float* x, size_t n, size_t k, uint8_t* y, std::vector<uin
   std::array<uint32_t, kSample> sample;
   for (size_t s = 0; s < samples; ++s)
     sample[s] = key(s * n / samples);
-  const size_t rank = static_cast<size_t>(2.0 * static_cast<double>(samples) *
-                                          static_cast<double>(k) / static_cast<double>(n)) +
+  const size_t rank = static_cast<size_t>(2.0 * static_cast<double>(samples) * static_cast<double>(k) /
+                                          static_cast<double>(n)) +
                       16;
   uint32_t floor = 0;
   if (rank < samples) {
@@ -392,8 +393,8 @@ void topk_encode(const float* x, size_t n, size_t k, uint8_t* y, std::vector<uin
                        (_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpgt_epi32(b, below))) << 4);
       // Branch-free (a block holds a candidate at random): store the indices of the mask's set
       // bits, packed to the front, and advance by their number.
-      store(index + count, load<U32x8>(kSetBits[static_cast<size_t>(mask)].data()) +
-                               static_cast<uint32_t>(i));
+      store(index + count,
+            load<U32x8>(kSetBits[static_cast<size_t>(mask)].data()) + static_cast<uint32_t>(i));
       count += static_cast<size_t>(std::popcount(static_cast<unsigned>(mask)));
     }
 #endif
@@ -500,8 +501,9 @@ inline F32x4 uniform4(U64x4 state) {
 // The codes of elements [begin, begin + len) of a chunk (levels_per_unit its s / norm), element e's
 // draw being number e of the generator in state s0: reference::qsgd_encode's per-element arithmetic,
 // eight lanes at a time.
-[[gnu::always_inline]] inline void qsgd_codes_body(const float* x, size_t begin, size_t len, float levels_per_unit, float s,
-                int level_bits, uint64_t s0, uint32_t* codes) {
+[[gnu::always_inline]] inline void qsgd_codes_body(const float* x, size_t begin, size_t len,
+                                                   float levels_per_unit, float s, int level_bits,
+                                                   uint64_t s0, uint32_t* codes) {
   const U64x4 kLaneDraw = {1 * kGolden, 2 * kGolden, 3 * kGolden, 4 * kGolden};
   size_t j = 0;
   for (; j + 8 <= len; j += 8) {
@@ -534,7 +536,6 @@ inline F32x4 uniform4(U64x4 state) {
     codes[j] = l | (negative << level_bits);
   }
 }
-
 
 // The body compiled three ways: for AVX-512 (DQ and VL: the draws' 64-bit lane multiplies in one
 // instruction; FMA comes with it, which the fp-contract pragma above keeps from fusing any a * b + c),
@@ -766,8 +767,7 @@ void minmax_uint8_encode_residual(float* e, size_t n, size_t chunk_size, float a
                     quantize8(load<F32x8>(chunk + j + 8), l));
       const F32x8 level_a = bytes_to_f32(q + j), level_b = bytes_to_f32(q + j + 8);
       store(chunk + j, load<F32x8>(chunk + j) + a * ((level_a + l.lower_bound) / l.scale));
-      store(chunk + j + 8,
-            load<F32x8>(chunk + j + 8) + a * ((level_b + l.lower_bound) / l.scale));
+      store(chunk + j + 8, load<F32x8>(chunk + j + 8) + a * ((level_b + l.lower_bound) / l.scale));
     }
     for (; j < len; ++j) {
       q[j] = quantize1(chunk[j], l);

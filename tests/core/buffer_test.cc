@@ -128,7 +128,6 @@ TEST(Ops, ElementWiseArithmetic) {
   EXPECT_THROW(reduce(x, shorter, ReduceOp::kSum), InternalError);
 }
 
-
 // reduce, axpy and scale on the host are vectorised (core/buffer.cc); they must give what the plain
 // element-by-element loops give, bit for bit: random floats mixed with NaNs, infinities and zeros of
 // both signs, lengths around every vector width, views one element off alignment, and a source that
@@ -141,9 +140,14 @@ std::vector<T> mixed_values(size_t n, uint32_t seed) {
   // depends on the operand order.
   T payload_nan = std::numeric_limits<T>::quiet_NaN();
   reinterpret_cast<unsigned char*>(&payload_nan)[0] ^= 0x5A;
-  const T specials[] = {std::numeric_limits<T>::quiet_NaN(), -std::numeric_limits<T>::quiet_NaN(),
-                        payload_nan, -std::numeric_limits<T>::infinity(),
-                        std::numeric_limits<T>::infinity(), T(0), -T(0), T(1)};
+  const T specials[] = {std::numeric_limits<T>::quiet_NaN(),
+                        -std::numeric_limits<T>::quiet_NaN(),
+                        payload_nan,
+                        -std::numeric_limits<T>::infinity(),
+                        std::numeric_limits<T>::infinity(),
+                        T(0),
+                        -T(0),
+                        T(1)};
   std::vector<T> v(n);
   for (T& x : v)
     x = gen() % 5 == 0 ? specials[gen() % std::size(specials)] : static_cast<T>(normal(gen));

@@ -35,7 +35,7 @@ constexpr size_t kChunkSizes[] = {0, 1, 5, 33, 512};
 
 // Inputs of `kind` with n elements, from `seed`.
 enum class Kind { kNormal, kWide, kSpecial, kAllEqual, kZeroMin, kZeroMax };
-const Kind kKinds[] = {Kind::kNormal, Kind::kWide,    Kind::kSpecial,
+const Kind kKinds[] = {Kind::kNormal,   Kind::kWide,    Kind::kSpecial,
                        Kind::kAllEqual, Kind::kZeroMin, Kind::kZeroMax};
 
 std::string name(Kind k) {
@@ -168,8 +168,8 @@ void expect_same_decoding(const std::vector<uint8_t>& y, size_t n, Fast fast_dec
     fast_decode(in.as<uint8_t>(), a.data() + shift);
     ref_decode(in.as<uint8_t>(), b.data() + shift);
     const long at = first_difference(a.data(), b.data(), 4 * a.size());
-    ASSERT_EQ(at, -1) << what << (shift ? " (unaligned)" : "") << ": first differing element "
-                      << at / 4 << ": kernel " << a[static_cast<size_t>(at) / 4] << ", reference "
+    ASSERT_EQ(at, -1) << what << (shift ? " (unaligned)" : "") << ": first differing element " << at / 4
+                      << ": kernel " << a[static_cast<size_t>(at) / 4] << ", reference "
                       << b[static_cast<size_t>(at) / 4];
   }
 }
@@ -184,12 +184,14 @@ TEST(CompressKernels, MinMaxUint8MatchesTheReference) {
         const MinMaxUint8Compressor c(chunk);
         const auto bytes = static_cast<size_t>(c.encoded_bytes(n).count());
         expect_same_encoding(
-            x, bytes, [&](const float* in, uint8_t* out) { fast::minmax_uint8_encode(in, n, chunk, out); },
+            x, bytes,
+            [&](const float* in, uint8_t* out) { fast::minmax_uint8_encode(in, n, chunk, out); },
             [&](const float* in, uint8_t* out) { ref::minmax_uint8_encode(in, n, chunk, out); }, what);
         std::vector<uint8_t> encoded(bytes);
         ref::minmax_uint8_encode(x.data(), n, chunk, encoded.data());
         expect_same_decoding(
-            encoded, n, [&](const uint8_t* in, float* out) { fast::minmax_uint8_decode(in, n, chunk, out); },
+            encoded, n,
+            [&](const uint8_t* in, float* out) { fast::minmax_uint8_decode(in, n, chunk, out); },
             [&](const uint8_t* in, float* out) { ref::minmax_uint8_decode(in, n, chunk, out); },
             what + " decode");
       }
@@ -304,7 +306,8 @@ TEST(CompressKernels, TopKMatchesTheReference) {
         const size_t k = sparse_k(ratio, n);
         std::vector<uint32_t> scratch_a, scratch_b;
         expect_same_encoding(
-            x, 8 * k, [&](const float* in, uint8_t* out) { fast::topk_encode(in, n, k, out, scratch_a); },
+            x, 8 * k,
+            [&](const float* in, uint8_t* out) { fast::topk_encode(in, n, k, out, scratch_a); },
             [&](const float* in, uint8_t* out) { ref::topk_encode(in, n, k, out, scratch_b); }, what);
       }
     }
@@ -336,15 +339,20 @@ TEST(CompressKernels, QsgdMatchesTheReference) {
       for (uint32_t levels : {1u, 7u, 127u, 65535u}) {
         for (size_t chunk : {size_t{0}, size_t{5}, size_t{512}}) {
           const std::string what = "qsgd " + name(kind) + " n=" + std::to_string(n) +
-                                   " levels=" + std::to_string(levels) + " chunk=" + std::to_string(chunk);
+                                   " levels=" + std::to_string(levels) +
+                                   " chunk=" + std::to_string(chunk);
           const auto x = make(kind, n, static_cast<uint32_t>(n * 3 + levels));
           const QsgdCompressor c(levels, chunk, 0);
           const auto bytes = static_cast<size_t>(c.encoded_bytes(n).count());
           const uint64_t seed = 42, step = n;
           expect_same_encoding(
               x, bytes,
-              [&](const float* in, uint8_t* out) { fast::qsgd_encode(in, n, chunk, levels, seed, step, out); },
-              [&](const float* in, uint8_t* out) { ref::qsgd_encode(in, n, chunk, levels, seed, step, out); },
+              [&](const float* in, uint8_t* out) {
+                fast::qsgd_encode(in, n, chunk, levels, seed, step, out);
+              },
+              [&](const float* in, uint8_t* out) {
+                ref::qsgd_encode(in, n, chunk, levels, seed, step, out);
+              },
               what);
           const auto encoded = random_bytes(bytes, static_cast<uint32_t>(n + levels));
           expect_same_decoding(
@@ -374,7 +382,8 @@ void expect_same_feedback(const std::vector<float>& corrected, size_t bytes, Fus
   ASSERT_EQ(at, -1) << what << ": encoding differs at byte " << at;
   const long el = first_difference(e.data(), expected.data(), 4 * n);
   ASSERT_EQ(el, -1) << what << ": residual differs at element " << el / 4 << ": "
-                    << e[static_cast<size_t>(el) / 4] << " vs " << expected[static_cast<size_t>(el) / 4];
+                    << e[static_cast<size_t>(el) / 4] << " vs "
+                    << expected[static_cast<size_t>(el) / 4];
 }
 
 TEST(CompressKernels, FusedErrorFeedbackMatchesTheReference) {
@@ -387,8 +396,8 @@ TEST(CompressKernels, FusedErrorFeedbackMatchesTheReference) {
       for (float& v : corrected)
         v = v + 0.0f * 1.0f;
       for (size_t chunk : kChunkSizes) {
-        const std::string suffix = " " + name(kind) + " n=" + std::to_string(n) +
-                                   " chunk=" + std::to_string(chunk);
+        const std::string suffix =
+            " " + name(kind) + " n=" + std::to_string(n) + " chunk=" + std::to_string(chunk);
         const SignCompressor sign(chunk);
         expect_same_feedback(
             corrected, static_cast<size_t>(sign.encoded_bytes(n).count()),
@@ -398,7 +407,9 @@ TEST(CompressKernels, FusedErrorFeedbackMatchesTheReference) {
         const MinMaxUint8Compressor minmax(chunk);
         expect_same_feedback(
             corrected, static_cast<size_t>(minmax.encoded_bytes(n).count()),
-            [&](float* e, uint8_t* y) { fast::minmax_uint8_encode_residual(e, n, chunk, minus_one, y); },
+            [&](float* e, uint8_t* y) {
+              fast::minmax_uint8_encode_residual(e, n, chunk, minus_one, y);
+            },
             [&](const float* in, uint8_t* y) { ref::minmax_uint8_encode(in, n, chunk, y); },
             [&](const uint8_t* y, float* out) { ref::minmax_uint8_decode(y, n, chunk, out); },
             "minmax_uint8" + suffix);
