@@ -1,10 +1,14 @@
-// Encode and decode throughput of every registered compressor (default parameters), on host buffers of
-// 1 MiB and 64 MiB of float32. Throughput is reported over the float32 bytes (bytes_per_second), so
-// that encode and decode of one compressor read on the same scale.
+// Encode and decode throughput of every registered compressor (default parameters), and of error
+// feedback around sign, minmax_uint8 and topk, on host buffers of 1 MiB and 64 MiB of float32, beside
+// a memcpy of the same float32 bytes (the single-core memory speed they are compared with). Throughput
+// is reported over the float32 bytes (bytes_per_second), so that encode, decode and memcpy read on the
+// same scale. Times are CPU times (the machines are shared); every buffer is written once before the
+// timed loop, so that no page fault is timed. scripts/bench prints the ratios to memcpy.
 //
 //   bench_compress --benchmark_filter=minmax
 #include <benchmark/benchmark.h>
 
+#include <cstring>
 #include <memory>
 #include <random>
 #include <string>
@@ -40,8 +44,29 @@ Buffer make_input(size_t n) {
   return in;
 }
 
+constexpr const char* kErrorFeedbackPrefix = "error_feedback(";
+// Error feedback around these (the compressors it is used with: 1-bit SGD, ByteGrad, sparsification).
+const char* const kErrorFeedbackInner[] = {"sign", "minmax_uint8", "topk"};
+
+// `name` is a registered compressor or error_feedback(<registered>).
 std::unique_ptr<Compressor> make(const std::string& name) {
+  const std::string prefix = kErrorFeedbackPrefix;
+  if (name.rfind(prefix, 0) == 0)
+    return bagua::make_error_feedback(
+        make(name.substr(prefix.size(), name.size() - prefix.size() - 1)));
   return registry().create(name, bagua::Params(registry().at(name).schema));
+}
+
+void bench_memcpy(benchmark::State& state, size_t bytes) {
+  const Buffer in = make_input(bytes / 4);
+  const Buffer out = Buffer::host(DType::kF32, bytes / 4);
+  std::memcpy(out.view().data(), in.view().data(), bytes);
+  for (auto _ : state) {
+    std::memcpy(out.view().data(), in.view().data(), bytes);
+    benchmark::DoNotOptimize(out.view().data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(bytes));
 }
 
 void bench_encode(benchmark::State& state, const std::string& name, size_t bytes) {
@@ -49,6 +74,7 @@ void bench_encode(benchmark::State& state, const std::string& name, size_t bytes
   auto c = make(name);
   const Buffer in = make_input(n);
   const Buffer out = Buffer::host(DType::kU8, static_cast<size_t>(c->encoded_bytes(n).count()));
+  c->encode(in, out);  // touches the output (and sizes error feedback's residual)
   for (auto _ : state) {
     c->encode(in, out);
     benchmark::DoNotOptimize(out.view().data());
@@ -66,6 +92,7 @@ void bench_decode(benchmark::State& state, const std::string& name, size_t bytes
   const Buffer encoded = Buffer::host(DType::kU8, static_cast<size_t>(c->encoded_bytes(n).count()));
   c->encode(in, encoded);
   const Buffer out = Buffer::host(DType::kF32, n);
+  c->decode(encoded, out);
   for (auto _ : state) {
     c->decode(encoded, out);
     benchmark::DoNotOptimize(out.view().data());
@@ -75,17 +102,22 @@ void bench_decode(benchmark::State& state, const std::string& name, size_t bytes
 }
 
 const int kRegistered = [] {
-  for (const auto* entry : registry().entries()) {
-    for (size_t bytes : kSizesBytes) {
-      const std::string size = std::to_string(bytes >> 20) + "MiB";
-      benchmark::RegisterBenchmark(("encode/" + entry->name + "/" + size).c_str(), bench_encode,
-                                   entry->name, bytes)
-          ->Unit(benchmark::kMillisecond)
-          ->UseRealTime();
-      benchmark::RegisterBenchmark(("decode/" + entry->name + "/" + size).c_str(), bench_decode,
-                                   entry->name, bytes)
-          ->Unit(benchmark::kMillisecond)
-          ->UseRealTime();
+  std::vector<std::string> names;
+  for (const auto* entry : registry().entries())
+    names.push_back(entry->name);
+  for (const char* inner : kErrorFeedbackInner)
+    names.push_back(std::string(kErrorFeedbackPrefix) + inner + ")");
+  for (size_t bytes : kSizesBytes) {
+    const std::string size = std::to_string(bytes >> 20) + "MiB";
+    benchmark::RegisterBenchmark(("memcpy/" + size).c_str(), bench_memcpy, bytes)
+        ->Unit(benchmark::kMillisecond);
+    for (const std::string& name : names) {
+      benchmark::RegisterBenchmark(("encode/" + name + "/" + size).c_str(), bench_encode, name, bytes)
+          ->Unit(benchmark::kMillisecond);
+      // Error feedback's decode is its inner compressor's.
+      if (name.rfind(kErrorFeedbackPrefix, 0) != 0)
+        benchmark::RegisterBenchmark(("decode/" + name + "/" + size).c_str(), bench_decode, name, bytes)
+            ->Unit(benchmark::kMillisecond);
     }
   }
   return 0;

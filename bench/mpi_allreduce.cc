@@ -1,5 +1,6 @@
-// Our ring allreduce (collectives::allreduce, kRing, over the MPI transport) against Open MPI's own
-// MPI_Allreduce (kNative), f32 sum, message sizes from 1 KiB to 64 MiB in powers of 4.
+// Our allreduces over the MPI transport (collectives::allreduce: ring, tree, halving-doubling, and
+// mpi_tuned, which picks among them by size) against Open MPI's own MPI_Allreduce (kNative), f32 sum,
+// message sizes from 1 KiB to 64 MiB in powers of 4.
 //
 //   mpirun -np 4 build/<dir>/bench/bench_mpi_allreduce [--min-bytes 1024] [--max-bytes 67108864]
 //                                                      [--factor 4] [--warmup 3] [--repeats 20]
@@ -99,13 +100,20 @@ int run(int argc, char** argv) {
         "allreduce, f32 sum, %d ranks; median of %d runs after %d warmup runs; time of the slowest "
         "rank\n",
         p, o.repeats, o.warmup);
-    std::printf("| %8s | %14s | %18s | %10s |\n", "size", "ring (ms)", "MPI_Allreduce (ms)",
-                "ring / MPI");
-    std::printf("|---------:|---------------:|-------------------:|-----------:|\n");
+    std::printf("| %8s | %14s | %10s | %10s | %15s | %18s | %10s | %15s |\n", "size", "ring (ms)",
+                "tree (ms)", "h-d (ms)", "mpi_tuned (ms)", "MPI_Allreduce (ms)", "ring / MPI",
+                "mpi_tuned / MPI");
+    std::printf(
+        "|---------:|---------------:|-----------:|-----------:|----------------:|-------------------:|"
+        "-----------:|----------------:|\n");
   }
   for (int64_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= o.factor) {
     const Buffer data = Buffer::host(DType::kF32, static_cast<size_t>(bytes / 4));
     const double ring = median_seconds(transport, data, AllreduceAlgo::kRing, o, transport.comm());
+    const double tree = median_seconds(transport, data, AllreduceAlgo::kTree, o, transport.comm());
+    const double hd =
+        median_seconds(transport, data, AllreduceAlgo::kHalvingDoubling, o, transport.comm());
+    const double tuned = median_seconds(transport, data, AllreduceAlgo::kMpiTuned, o, transport.comm());
     const double native = median_seconds(transport, data, AllreduceAlgo::kNative, o, transport.comm());
 
     // Both methods must give P at every element (every rank holds 1).
@@ -128,8 +136,9 @@ int run(int argc, char** argv) {
     BAGUA_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &agree, 1, MPI_INT, MPI_MIN, transport.comm()));
     if (!agree) return 1;  // on every rank at once
     if (world.rank() == 0) {
-      std::printf("| %8s | %14.4f | %18.4f | %10.2f |\n", size_name(bytes).c_str(), ring * 1e3,
-                  native * 1e3, ring / native);
+      std::printf("| %8s | %14.4f | %10.4f | %10.4f | %15.4f | %18.4f | %10.2f | %15.2f |\n",
+                  size_name(bytes).c_str(), ring * 1e3, tree * 1e3, hd * 1e3, tuned * 1e3, native * 1e3,
+                  ring / native, tuned / native);
       std::fflush(stdout);
     }
   }

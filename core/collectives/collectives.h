@@ -114,12 +114,21 @@ inline int mod(int a, int n) {
 
 // kRing, kTree and kHalvingDoubling are bulk-synchronous: every step's messages complete before the
 // next step's are sent. kNccl is what NCCL runs (core/collectives/nccl.h): its tuning model picks, per
-// call, the pipelined ring or the double binary tree and the channel count.
-enum class AllreduceAlgo : uint8_t { kRing, kTree, kHalvingDoubling, kNative, kNccl };
-std::string to_string(AllreduceAlgo algo);  // "ring", "tree", "halving_doubling", "native", "nccl"
+// call, the pipelined ring or the double binary tree and the channel count. kMpiTuned picks, per call,
+// the one of kRing, kTree and kHalvingDoubling of least predicted time on the MPI transport
+// (mpi_tuned_choice): an explicit choice, so that no other algorithm's results change.
+enum class AllreduceAlgo : uint8_t { kRing, kTree, kHalvingDoubling, kNative, kNccl, kMpiTuned };
+// "ring", "tree", "halving_doubling", "native", "nccl", "mpi_tuned"
+std::string to_string(AllreduceAlgo algo);
 // The inverse of to_string; throws ConfigError naming the valid choices.
 AllreduceAlgo parse_allreduce_algo(std::string_view name);
 std::vector<std::string> allreduce_algo_names();
+
+// kMpiTuned's choice for `bytes` on `ranks` ranks: the least of steps x alpha + bytes sent x beta over
+// ring, tree and halving-doubling (their catalogue entries, core/collectives/cost.h), alpha and beta
+// being our MPI transport's cost per message and per byte on shared memory (allreduce.cc cites the
+// measurement); ring on a tie.
+AllreduceAlgo mpi_tuned_choice(int ranks, size_t bytes);
 
 enum class BroadcastAlgo : uint8_t { kBinomial, kChain };
 std::string to_string(BroadcastAlgo algo);  // "binomial", "chain"

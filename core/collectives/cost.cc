@@ -140,6 +140,8 @@ WireCost allreduce_cost(AllreduceAlgo algo, int ranks, Bytes size) {
       return tree_allreduce_cost(ranks, size);
     case AllreduceAlgo::kHalvingDoubling:
       return halving_doubling_allreduce_cost(ranks, size);
+    case AllreduceAlgo::kMpiTuned:
+      return allreduce_cost(mpi_tuned_choice(ranks, static_cast<size_t>(size.count())), ranks, size);
     case AllreduceAlgo::kNccl:
       throw ConfigError(
           "allreduce_cost: 'nccl' depends on the topology (nccl_choose); cost the pipelined ring "

@@ -3,6 +3,7 @@
 #include <bit>
 
 #include "core/compress/common.h"
+#include "core/compress/kernels.h"
 
 namespace bagua {
 
@@ -57,27 +58,6 @@ float bf16_bits_to_f32(uint16_t b) {
 
 namespace {
 
-template <uint16_t (*Convert)(float)>
-void narrow(const BufferView& in, const BufferView& out) {
-  const float* x = in.as<float>().data();
-  uint8_t* y = out.as<uint8_t>().data();
-  for (size_t i = 0; i < in.count(); ++i) {
-    const uint16_t h = Convert(x[i]);
-    std::memcpy(y + 2 * i, &h, 2);
-  }
-}
-
-template <float (*Convert)(uint16_t)>
-void widen(const BufferView& in, const BufferView& out) {
-  const uint8_t* y = in.as<uint8_t>().data();
-  float* x = out.as<float>().data();
-  for (size_t i = 0; i < out.count(); ++i) {
-    uint16_t h;
-    std::memcpy(&h, y + 2 * i, 2);
-    x[i] = Convert(h);
-  }
-}
-
 // One pass: 4n bytes read, 2n written (or the reverse); a handful of integer operations per element,
 // counted as 4 flops.
 Work cast_cost(size_t n) {
@@ -92,7 +72,7 @@ void Fp16Compressor::encode(const BufferView& in, const BufferView& out) {
     device_kernels(*this, in, out).f32_to_f16(in, out.reinterpret(DType::kF16));
     return;
   }
-  narrow<f32_to_f16_bits>(in, out);
+  compress_kernels::fp16_encode(in.as<float>().data(), in.count(), out.as<uint8_t>().data());
 }
 
 void Fp16Compressor::decode(const BufferView& in, const BufferView& out) {
@@ -101,7 +81,7 @@ void Fp16Compressor::decode(const BufferView& in, const BufferView& out) {
     device_kernels(*this, in, out).f16_to_f32(in.reinterpret(DType::kF16), out);
     return;
   }
-  widen<f16_bits_to_f32>(in, out);
+  compress_kernels::fp16_decode(in.as<uint8_t>().data(), out.count(), out.as<float>().data());
 }
 
 Work Fp16Compressor::encode_cost(size_t n) const {
@@ -114,13 +94,13 @@ Work Fp16Compressor::decode_cost(size_t n) const {
 void Bf16Compressor::encode(const BufferView& in, const BufferView& out) {
   if (!check_encode(*this, in, out)) return;
   if (on_device(in, out)) no_device_kernel(*this);
-  narrow<f32_to_bf16_bits>(in, out);
+  compress_kernels::bf16_encode(in.as<float>().data(), in.count(), out.as<uint8_t>().data());
 }
 
 void Bf16Compressor::decode(const BufferView& in, const BufferView& out) {
   if (!check_decode(*this, in, out)) return;
   if (on_device(in, out)) no_device_kernel(*this);
-  widen<bf16_bits_to_f32>(in, out);
+  compress_kernels::bf16_decode(in.as<uint8_t>().data(), out.count(), out.as<float>().data());
 }
 
 Work Bf16Compressor::encode_cost(size_t n) const {

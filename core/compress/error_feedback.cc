@@ -1,5 +1,6 @@
 #include "core/compress/error_feedback.h"
 
+#include "core/compress/kernels.h"
 #include "core/ops.h"
 
 namespace bagua {
@@ -19,8 +20,6 @@ void ErrorFeedbackCompressor::encode(const BufferView& in, const BufferView& out
   const size_t n = in.count();
   if (!sized_) {
     residual_ = Buffer::like(in, DType::kF32, n);
-    corrected_ = Buffer::like(in, DType::kF32, n);
-    decoded_ = Buffer::like(in, DType::kF32, n);
     fill(residual_, 0.0);
     sized_ = true;
   }
@@ -29,6 +28,23 @@ void ErrorFeedbackCompressor::encode(const BufferView& in, const BufferView& out
                       std::to_string(residual_.count()) + " " + to_string(residual_.view().memory()) +
                       " elements, and was given " + std::to_string(n) + " " + to_string(in.memory()) +
                       " elements (use one instance per buffer site)");
+  }
+  if (in.is_host() && out.is_host()) {
+    // corrected lives in the residual's buffer: the float operations of copy then axpy (x + 1 e),
+    // then the inner compressor's fused step where it has one (encode, then corrected + (-1) D(c)).
+    float* e = residual_.as<float>().data();
+    compress_kernels::add_scaled(in.as<float>().data(), 1.0f, e, n, e);  // corrected = x + e
+    if (inner_->encode_residual(residual_, out)) return;  // c = C(corrected), e = corrected - D(c)
+    if (decoded_.count() != n) decoded_ = Buffer::like(in, DType::kF32, n);
+    inner_->encode(residual_, out);  // c = C(corrected)
+    inner_->decode(out, decoded_);   // D(c)
+    compress_kernels::add_scaled(e, -1.0f, decoded_.as<float>().data(), n,
+                                 e);  // e = corrected - D(c)
+    return;
+  }
+  if (corrected_.count() != n) {
+    corrected_ = Buffer::like(in, DType::kF32, n);
+    decoded_ = Buffer::like(in, DType::kF32, n);
   }
   copy(corrected_, in);              // corrected = x
   axpy(corrected_, 1.0, residual_);  // corrected = x + e

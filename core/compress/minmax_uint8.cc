@@ -1,9 +1,7 @@
 #include "core/compress/minmax_uint8.h"
 
-#include <cstring>
-#include <utility>
-
 #include "core/compress/common.h"
+#include "core/compress/kernels.h"
 
 namespace bagua {
 
@@ -13,31 +11,6 @@ namespace {
 
 size_t record_bytes(size_t len) {
   return MinMaxUint8Compressor::kHeaderBytes + align_up(len, MinMaxUint8Compressor::kAlignBytes);
-}
-
-// The chunk's min and max, as cub's Min and Max reductions (b < a ? b : a) give them for finite
-// inputs. Eight independent lanes, so that the loop is not one long dependency chain.
-std::pair<float, float> chunk_min_max(const float* x, size_t len) {
-  constexpr size_t kLanes = 8;
-  float min[kLanes], max[kLanes];
-  for (size_t l = 0; l < kLanes; ++l)
-    min[l] = max[l] = x[0];
-  size_t j = 0;
-  for (; j + kLanes <= len; j += kLanes) {
-    for (size_t l = 0; l < kLanes; ++l) {
-      min[l] = x[j + l] < min[l] ? x[j + l] : min[l];
-      max[l] = x[j + l] > max[l] ? x[j + l] : max[l];
-    }
-  }
-  for (; j < len; ++j) {
-    min[0] = x[j] < min[0] ? x[j] : min[0];
-    max[0] = x[j] > max[0] ? x[j] : max[0];
-  }
-  for (size_t l = 1; l < kLanes; ++l) {
-    min[0] = min[l] < min[0] ? min[l] : min[0];
-    max[0] = max[l] > max[0] ? max[l] : max[0];
-  }
-  return {min[0], max[0]};
 }
 
 }  // namespace
@@ -66,32 +39,8 @@ void MinMaxUint8Compressor::encode(const BufferView& in, const BufferView& out) 
     device_kernels(*this, in, out).minmax_u8_encode(in, out, chunks.chunk);
     return;
   }
-  const float* x = in.as<float>().data();
-  uint8_t* y = out.as<uint8_t>().data();
-  const size_t stride = record_bytes(chunks.chunk);
-  for (size_t i = 0; i < chunks.count; ++i) {
-    const float* chunk = x + chunks.begin(i);
-    const size_t len = chunks.length(i);
-    uint8_t* record = y + i * stride;
-
-    const auto [min, max] = chunk_min_max(chunk, len);
-    store_f32(record, min);
-    store_f32(record + 4, max);
-    std::memset(record + 8, 0, kHeaderBytes - 8);
-
-    const Levels l = levels(min, max);
-    uint8_t* q = record + kHeaderBytes;
-    for (size_t j = 0; j < len; ++j) {
-      float level = rint_even(chunk[j] * l.scale);
-      level =
-          level < l.upper_bound ? level : l.upper_bound;  // CUDA min(): a NaN level becomes the bound
-      float v = level - l.lower_bound;
-      v = v > 0.0f ? v : 0.0f;  // saturate to [0, 255]
-      v = v < 255.0f ? v : 255.0f;
-      q[j] = static_cast<uint8_t>(static_cast<int32_t>(v));
-    }
-    std::memset(q + len, 0, align_up(len, kAlignBytes) - len);
-  }
+  compress_kernels::minmax_uint8_encode(in.as<float>().data(), in.count(), chunk_size_,
+                                        out.as<uint8_t>().data());
 }
 
 void MinMaxUint8Compressor::decode(const BufferView& in, const BufferView& out) {
@@ -101,18 +50,15 @@ void MinMaxUint8Compressor::decode(const BufferView& in, const BufferView& out) 
     device_kernels(*this, in, out).minmax_u8_decode(in, out, chunks.chunk);
     return;
   }
-  const uint8_t* y = in.as<uint8_t>().data();
-  float* x = out.as<float>().data();
-  const size_t stride = record_bytes(chunks.chunk);
-  for (size_t i = 0; i < chunks.count; ++i) {
-    const uint8_t* record = y + i * stride;
-    const Levels l = levels(load_f32(record), load_f32(record + 4));
-    const uint8_t* q = record + kHeaderBytes;
-    float* chunk = x + chunks.begin(i);
-    const size_t len = chunks.length(i);
-    for (size_t j = 0; j < len; ++j)
-      chunk[j] = (static_cast<float>(q[j]) + l.lower_bound) / l.scale;
-  }
+  compress_kernels::minmax_uint8_decode(in.as<uint8_t>().data(), out.count(), chunk_size_,
+                                        out.as<float>().data());
+}
+
+bool MinMaxUint8Compressor::encode_residual(const BufferView& corrected, const BufferView& out) {
+  if (!check_encode(*this, corrected, out)) return true;
+  compress_kernels::minmax_uint8_encode_residual(corrected.as<float>().data(), corrected.count(),
+                                                 chunk_size_, -1.0f, out.as<uint8_t>().data());
+  return true;
 }
 
 // Bagua's encode makes three passes over the input (cub::DeviceReduce::Min, cub::DeviceReduce::Max,

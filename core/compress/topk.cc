@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "core/compress/common.h"
+#include "core/compress/kernels.h"
 
 namespace bagua {
 
@@ -45,49 +46,13 @@ void TopKCompressor::encode(const BufferView& in, const BufferView& out) {
   const size_t n = in.count();
   check_index_range(*this, n);
   const size_t k = this->k(n);
-  const float* x = in.as<float>().data();
-  uint8_t* y = out.as<uint8_t>().data();
 
   // The kept elements: every magnitude above the k-th largest (the threshold), then, in index order, as
   // many equal to the threshold as make k. The threshold is found by a radix select on the magnitudes'
   // bit patterns (non-negative floats order like their bits as integers; a NaN's counts as infinity's):
   // a histogram of the top 11 bits picks the bucket holding the k-th largest, and a selection among
-  // that bucket's keys finds it exactly.
-  auto key = [x](size_t i) {
-    const uint32_t bits = std::bit_cast<uint32_t>(x[i]) & 0x7FFFFFFFu;
-    return bits > 0x7F800000u ? 0x7F800000u : bits;
-  };
-  constexpr int kShift = 20;  // 31 magnitude bits: the top 11 make 2048 buckets
-  std::array<size_t, (size_t{1} << (31 - kShift))> histogram{};
-  for (size_t i = 0; i < n; ++i)
-    ++histogram[key(i) >> kShift];
-  size_t bucket = histogram.size() - 1;
-  size_t above = 0;  // elements in buckets above `bucket`
-  while (above + histogram[bucket] < k)
-    above += histogram[bucket--];
-  candidates_.clear();
-  for (size_t i = 0; i < n; ++i) {
-    if ((key(i) >> kShift) == bucket) candidates_.push_back(key(i));
-  }
-  const auto kth = candidates_.begin() + static_cast<ptrdiff_t>(k - above - 1);
-  std::nth_element(candidates_.begin(), kth, candidates_.end(), std::greater<uint32_t>());
-  const uint32_t threshold = *kth;
-  for (uint32_t c : candidates_)
-    above += c > threshold;
-  size_t ties_left = k - above;
-
-  size_t j = 0;
-  for (size_t i = 0; i < n && j < k; ++i) {
-    const uint32_t m = key(i);
-    if (m > threshold || (m == threshold && ties_left > 0)) {
-      if (m == threshold) --ties_left;
-      const auto index = static_cast<int32_t>(i);
-      std::memcpy(y + 4 * j, &index, 4);
-      store_f32(y + 4 * k + 4 * j, x[i]);
-      ++j;
-    }
-  }
-  BAGUA_CHECK_EQ(j, k, "topk encode: elements kept");
+  // that bucket's keys finds it exactly (compress_kernels::topk_encode).
+  compress_kernels::topk_encode(in.as<float>().data(), n, k, out.as<uint8_t>().data(), candidates_);
 }
 
 void TopKCompressor::decode(const BufferView& in, const BufferView& out) {
@@ -106,6 +71,15 @@ void TopKCompressor::decode(const BufferView& in, const BufferView& out) {
         "topk decode: index " + std::to_string(index) + " outside [0, " + std::to_string(n) + ")");
     x[index] = load_f32(y + 4 * k + 4 * j);
   }
+}
+
+bool TopKCompressor::encode_residual(const BufferView& corrected, const BufferView& out) {
+  if (!check_encode(*this, corrected, out)) return true;
+  const size_t n = corrected.count();
+  check_index_range(*this, n);
+  compress_kernels::topk_encode_residual(corrected.as<float>().data(), n, k(n), -1.0f,
+                                         out.as<uint8_t>().data(), candidates_);
+  return true;
 }
 
 // A radix select, on the host as on a GPU: three passes over the input (histogram, bucket, keep),

@@ -23,7 +23,8 @@ using testing::reduced;
 using testing::World;
 
 constexpr AllreduceAlgo kAlgos[] = {AllreduceAlgo::kRing, AllreduceAlgo::kTree,
-                                    AllreduceAlgo::kHalvingDoubling, AllreduceAlgo::kNative};
+                                    AllreduceAlgo::kHalvingDoubling, AllreduceAlgo::kNative,
+                                    AllreduceAlgo::kMpiTuned};
 constexpr ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax};
 constexpr DType kDTypes[] = {DType::kF32, DType::kF64, DType::kI32};
 
@@ -61,6 +62,25 @@ TEST(Chunking, SizesDifferByAtMostOneAndTheFirstAreLarger) {
   EXPECT_EQ(chunks.chunk(3).data(), b.as<float>().data() + 8);
 }
 
+TEST(Algorithms, MpiTunedPicksTheLeastPredictedTime) {
+  // alpha = 1 us per message, beta = 1 / (9 GB/s) (allreduce.cc); (steps, bytes sent) from the
+  // catalogue in collectives.h.
+  // P = 2: ring, tree and halving-doubling all take 2 steps and send S: a tie, so ring.
+  EXPECT_EQ(mpi_tuned_choice(2, 1024), AllreduceAlgo::kRing);
+  EXPECT_EQ(mpi_tuned_choice(2, size_t{64} << 20), AllreduceAlgo::kRing);
+  // P = 4: halving-doubling takes 4 steps to ring's 6 and sends the same 3S/2 (tree: 4 steps, 2S).
+  EXPECT_EQ(mpi_tuned_choice(4, 1024), AllreduceAlgo::kHalvingDoubling);
+  EXPECT_EQ(mpi_tuned_choice(4, size_t{64} << 20), AllreduceAlgo::kHalvingDoubling);
+  // P = 3, 1 KiB (costed as 1026 B, a multiple of P P' = 6): tree takes 3 steps and sends
+  // ceil(lg 3) S = 2052 B: 3 us + 0.23 us = 3.23 us; ring 4 steps and 4/3 S = 1368 B: 4.15 us.
+  EXPECT_EQ(mpi_tuned_choice(3, 1024), AllreduceAlgo::kTree);
+  // P = 3, 1 MiB: ring 4 us + 1398102 B / 9 GB/s = 159 us; tree 3 us + 233 us.
+  EXPECT_EQ(mpi_tuned_choice(3, size_t{1} << 20), AllreduceAlgo::kRing);
+  // One rank or nothing to move: ring (which sends nothing).
+  EXPECT_EQ(mpi_tuned_choice(1, 1024), AllreduceAlgo::kRing);
+  EXPECT_EQ(mpi_tuned_choice(4, 0), AllreduceAlgo::kRing);
+}
+
 TEST(Algorithms, NamesRoundTripAndUnknownNamesAreRejected) {
   for (const std::string& name : allreduce_algo_names())
     EXPECT_EQ(to_string(parse_allreduce_algo(name)), name);
@@ -90,8 +110,8 @@ TEST(Algorithms, UnknownNameMessagesListEveryChoice) {
     return std::string("no error");
   };
   EXPECT_EQ(message(parse_allreduce_algo, "butterfly"),
-            "allreduce algorithm 'butterfly' is unknown (expected ring, tree, halving_doubling, native "
-            "or nccl)");
+            "allreduce algorithm 'butterfly' is unknown (expected ring, tree, halving_doubling, native, "
+            "nccl or mpi_tuned)");
   EXPECT_EQ(message(parse_broadcast_algo, "star"),
             "broadcast algorithm 'star' is unknown (expected binomial or chain)");
   EXPECT_EQ(message(parse_reduce_algo, "ring"),

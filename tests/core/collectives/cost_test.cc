@@ -98,7 +98,8 @@ TEST_P(FlatCatalogue, MeasuredStepsAndBytesMatchTheClosedForms) {
   };
   const Buffer data = Buffer::meta(DType::kF32, count);
   for (AllreduceAlgo algo : {AllreduceAlgo::kRing, AllreduceAlgo::kTree,
-                             AllreduceAlgo::kHalvingDoubling, AllreduceAlgo::kNative})
+                             AllreduceAlgo::kHalvingDoubling, AllreduceAlgo::kNative,
+                             AllreduceAlgo::kMpiTuned})
     check("allreduce " + to_string(algo), allreduce_cost(algo, ranks, size),
           [&](Transport& t) { allreduce(t, data, ReduceOp::kSum, 1, algo); });
   check("tree allreduce in segments", tree_allreduce_cost(ranks, size, segments),

@@ -43,7 +43,8 @@ Buffer contributions(int rank, size_t count) {
 TEST(MpiCollectives, AllreduceEveryAlgorithmAndOp) {
   on_groups([](Transport& t) {
     for (AllreduceAlgo algo : {AllreduceAlgo::kRing, AllreduceAlgo::kTree,
-                               AllreduceAlgo::kHalvingDoubling, AllreduceAlgo::kNative}) {
+                               AllreduceAlgo::kHalvingDoubling, AllreduceAlgo::kNative,
+                               AllreduceAlgo::kMpiTuned}) {
       for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax}) {
         for (size_t count : kCounts) {
           Buffer data = contributions(t.rank(), count);

@@ -1,0 +1,58 @@
+// The compressors' host kernels, vectorised: the functions of core/compress/reference.h with the same
+// arguments and bit-identical results, at memory speed. Each is multiversioned (core/compress/simd.h):
+// AVX2 where the CPU has it, the x86-64 baseline otherwise.
+//
+// Where the reference's result depends on the order of its operations, the kernels compute in another
+// order only where the result provably cannot differ, and fall back to the reference where it could:
+//   - min/max: the minimum of a set of floats does not depend on the order in which it is taken,
+//     except for which zero (+0 or -0) wins among equal zeros, and for NaN (which the reference keeps
+//     only when it is the first element — every lane starts from it — and so do the kernels). A chunk
+//     whose min or max is a zero is redone by the reference.
+//   - sums of |x| (sign's scale) and of x^2 (QSGD's norm, each square exact in double): both the
+//     reference's sequential double sum and the kernels' sum in 32 lanes lie within a relative
+//     gamma_n = n u / (1 - n u) of the exact sum (u = 2^-53, non-negative terms; Higham, "Accuracy and
+//     Stability of Numerical Algorithms", 2nd ed., section 4.2). The stored f32 is a monotone function
+//     of the sum, so where the kernel's sum widened by twice that bound (and a margin) maps to one f32,
+//     the reference's sum maps to it too; otherwise (about 2^-10 of chunks at n = 2^18) the chunk is
+//     summed by the reference. A non-finite sum is always redone by the reference.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace bagua::compress_kernels {
+
+std::pair<float, float> chunk_min_max(const float* x, size_t len);
+void minmax_uint8_encode(const float* x, size_t n, size_t chunk_size, uint8_t* y);
+void minmax_uint8_decode(const uint8_t* y, size_t n, size_t chunk_size, float* x);
+
+float sign_scale(const float* x, size_t len);
+void sign_encode(const float* x, size_t n, size_t chunk_size, uint8_t* y);
+void sign_decode(const uint8_t* y, size_t n, size_t chunk_size, float* x);
+
+void fp16_encode(const float* x, size_t n, uint8_t* y);
+void fp16_decode(const uint8_t* y, size_t n, float* x);
+void bf16_encode(const float* x, size_t n, uint8_t* y);
+void bf16_decode(const uint8_t* y, size_t n, float* x);
+
+void topk_encode(const float* x, size_t n, size_t k, uint8_t* y, std::vector<uint32_t>& candidates);
+
+void qsgd_encode(const float* x, size_t n, size_t chunk_size, uint32_t levels, uint64_t seed,
+                 uint64_t step, uint8_t* y);
+void qsgd_decode(const uint8_t* y, size_t n, size_t chunk_size, uint32_t levels, float* x);
+
+void add_scaled(const float* x, float a, const float* e, size_t n, float* out);
+
+// Error feedback's step fused (Compressor::encode_residual): encode `corrected` into y, then
+// corrected := corrected + a D(y), element by element, in fewer passes than encode, decode and
+// add_scaled; the same bytes and floats as those three. `a` is -1, taken as an argument as add_scaled
+// takes it: the reference multiplies by it, which keeps a NaN's sign, where a literal -1 would let the
+// compiler fold the product into a negation, which flips it.
+void sign_encode_residual(float* corrected, size_t n, size_t chunk_size, float a, uint8_t* y);
+void minmax_uint8_encode_residual(float* corrected, size_t n, size_t chunk_size, float a, uint8_t* y);
+void topk_encode_residual(float* corrected, size_t n, size_t k, float a, uint8_t* y,
+                          std::vector<uint32_t>& candidates);
+
+}  // namespace bagua::compress_kernels
