@@ -104,7 +104,7 @@ std::function<bool(const PointConfig&)> point_selection(const Experiment& e,
     const size_t eq = w.find('=');
     if (eq == std::string::npos || eq == 0)
       throw ConfigError("--where \"" + w + "\": expected axis.path=value");
-    Where c{w.substr(0, eq), parse_override_value(std::string_view(w).substr(eq + 1))};
+    Where c{w.substr(0, eq), parse_override_value(std::string_view(w).substr(eq + 1), "--where " + w.substr(0, eq))};
     if (std::find(e.axes.begin(), e.axes.end(), c.path) == e.axes.end()) {
       std::string axes;
       for (const std::string& a : e.axes)

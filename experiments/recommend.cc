@@ -202,7 +202,8 @@ std::vector<Candidate> parse_candidates(const std::string& list, const Component
         const size_t eq = kv.find('=');
         if (kv.empty() || eq == std::string::npos || eq == 0)
           throw ConfigError("--algorithms: \"" + item + "\": expected key=value, got \"" + kv + "\"");
-        k.params[trim(kv.substr(0, eq))] = parse_override_value(trim(kv.substr(eq + 1)));
+        const std::string key = trim(kv.substr(0, eq));
+        k.params[key] = parse_override_value(trim(kv.substr(eq + 1)), "--algorithms " + k.name + "." + key);
       }
     }
     if (!c.algorithms.find(k.name)) {
