@@ -11,10 +11,9 @@ namespace {
 
 ProfileSpec parse(const Json& profile) {
   ObjectReader r(profile, "",
-                 {"name", "description", "device", "precision", "precision_note", "peak_flops", "batch_size",
-                  "source", "total_params",
-                  "published_params", "published_params_source", "measured", "achieved_efficiency",
-                  "derivation", "sources", "layers"});
+                 {"name", "description", "device", "precision", "precision_note", "peak_flops",
+                  "batch_size", "source", "total_params", "published_params", "published_params_source",
+                  "measured", "achieved_efficiency", "derivation", "sources", "layers"});
   ProfileSpec spec;
   spec.name = r.get_string("name");
   r.get_string("description", "");

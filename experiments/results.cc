@@ -80,8 +80,8 @@ PointMetrics compute_metrics(const std::vector<TrainResult>& ranks, int64_t batc
   // Totals over the measured iterations in integer nanoseconds, divided once (so that the split adds up
   // without rounding noise).
   const size_t from = measured_from >= 0 ? static_cast<size_t>(measured_from) : (iters > 1 ? 1 : 0);
-  BAGUA_CHECK(from < iters, "measured_from " + std::to_string(from) + " of " + std::to_string(iters) +
-                                " iterations");
+  BAGUA_CHECK(from < iters,
+              "measured_from " + std::to_string(from) + " of " + std::to_string(iters) + " iterations");
   const Time start = from == 0 ? slowest[0].begin : slowest[from - 1].end;
   const int64_t span_ns = (slowest.back().end - start).nanoseconds();
   int64_t compute_ns = 0;

@@ -149,8 +149,8 @@ PointOutput run_point(const PointConfig& point, const Components& c, Backends& b
   RanksRun run = run_ranks(point, c, backends);
   PointOutput out;
   if (!backends.is_writer()) return out;
-  out.metrics = compute_metrics(run.ranks, point.workload.batch_size, run.optimal_loss,
-                                point.measured_from);
+  out.metrics =
+      compute_metrics(run.ranks, point.workload.batch_size, run.optimal_loss, point.measured_from);
   out.summary = summary_json(point, out.metrics);
   out.files.emplace_back("iterations.csv", iterations_csv(out.metrics));
   if (run.report) {

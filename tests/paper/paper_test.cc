@@ -9,13 +9,13 @@
 // written to a temporary file, and one point of the experiments layer, exactly as `bagua run` runs it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <memory>
-#include <algorithm>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <utility>
@@ -238,12 +238,13 @@ std::string line_of(const PointConfig& p) {
 // Runs the points of a shipped sweep whose value on `axis` is one of `values`, reduced to 4 of its 16
 // hosts (32 ranks; the very config scripts/reproduce_paper runs otherwise), and returns
 // time_per_iteration_s by (line, value).
-std::map<std::pair<std::string, std::string>, double> run_shipped(
-    const std::string& config, const std::string& axis, const std::set<std::string>& values) {
+std::map<std::pair<std::string, std::string>, double> run_shipped(const std::string& config,
+                                                                  const std::string& axis,
+                                                                  const std::set<std::string>& values) {
   LoadOptions reduced;
   reduced.sets = {"cluster.hosts=4"};
-  const Experiment e = load_experiment(source_dir() / "configs" / "paper" / config, reduced,
-                                       shipped_components());
+  const Experiment e =
+      load_experiment(source_dir() / "configs" / "paper" / config, reduced, shipped_components());
   int argc = 0;
   char** argv = nullptr;
   Backends backends(shipped_components().runtimes, &argc, &argv);
@@ -253,7 +254,8 @@ std::map<std::pair<std::string, std::string>, double> run_shipped(
     for (const auto& [path, v] : p.swept)
       if (path == axis) value = v.get<std::string>();
     if (!values.count(value)) continue;
-    out[{line_of(p), value}] = run_point(p, shipped_components(), backends).metrics.time_per_iteration_s;
+    out[{line_of(p), value}] =
+        run_point(p, shipped_components(), backends).metrics.time_per_iteration_s;
   }
   return out;
 }
@@ -262,15 +264,17 @@ const std::vector<std::string> kFullPrecision = {"gradient_allreduce allreduce=n
                                                  "decentralized peer_selection_mode=shift_one",
                                                  "decentralized peer_selection_mode=ring"};
 const std::vector<std::string> kLowPrecision = {"bytegrad", "low_precision_decentralized",
-                                                "qadam compressor=minmax_uint8", "qadam compressor=sign"};
+                                                "qadam compressor=minmax_uint8",
+                                                "qadam compressor=sign"};
 const std::vector<std::string> kDecentralized = {"decentralized peer_selection_mode=shift_one",
                                                  "decentralized peer_selection_mode=ring",
                                                  "low_precision_decentralized"};
 const std::vector<std::string> kCentralized = {"gradient_allreduce allreduce=nccl", "bytegrad",
-                                               "qadam compressor=minmax_uint8", "qadam compressor=sign"};
+                                               "qadam compressor=minmax_uint8",
+                                               "qadam compressor=sign"};
 
-// The paper's first finding, from VGG16's bandwidth sweep on 4 x 8 V100s of the testbed at 1 Gbps (nothing
-// here says which algorithm should win: each time comes out of the simulation): every algorithm that
+// The paper's first finding, from VGG16's bandwidth sweep on 4 x 8 V100s of the testbed at 1 Gbps
+// (nothing here says which algorithm should win: each time comes out of the simulation): every one that
 // sends fewer bits (8-bit ByteGrad, low-precision decentralized SGD, QAdam 8-bit and 1-bit) has a
 // shorter iteration than every full-precision synchronous one (NCCL's allreduce, decentralized SGD).
 TEST(PaperFindings, AtLowBandwidthLowPrecisionBeatsFullPrecision) {
@@ -309,7 +313,8 @@ TEST(PaperFindings, AsLatencyGrowsDecentralizedDegradesLeast) {
 // the same iteration time at 1 and 100 Gbps and at 0 and 5 ms added, while the synchronous allreduce
 // of the same sweeps moves by more than 2x.
 TEST(PaperFindings, AsynchronousAveragingIsFlatInBothSweeps) {
-  const auto bw = run_shipped("resnet50_bandwidth.json", "cluster.nic.bandwidth", {"1 Gbps", "100 Gbps"});
+  const auto bw =
+      run_shipped("resnet50_bandwidth.json", "cluster.nic.bandwidth", {"1 Gbps", "100 Gbps"});
   const auto lat = run_shipped("resnet50_latency.json", "cluster.nic.latency", {"5 us", "2505 us"});
   EXPECT_EQ(bw.at({"async_model_average", "1 Gbps"}), bw.at({"async_model_average", "100 Gbps"}));
   EXPECT_EQ(lat.at({"async_model_average", "5 us"}), lat.at({"async_model_average", "2505 us"}));
@@ -320,8 +325,8 @@ TEST(PaperFindings, AsynchronousAveragingIsFlatInBothSweeps) {
 }
 
 // QAdam's compressed phase, as the study measures it (schedule.measured_from = warmup_steps + 1): the
-// same time per iteration after 2 warm-up steps as after 12 (on meta buffers, a compressed step does not
-// depend on how many came before), and at 100 Mbps far below a warm-up step, which averages the full
+// same time per iteration after 2 warm-up steps as after 12 (on meta buffers, a compressed step does
+// not depend on how many came before), and at 100 Mbps far below a warm-up step, which averages the full
 // gradient (C_FP_S): the window measures compressed iterations only. 4 x 2 ranks, one 4 MiB layer.
 TEST_F(Paper, QAdamIsTimedInItsCompressedPhaseWhateverTheWarmUp) {
   const std::string file = profile(1, int64_t{1} << 20);
@@ -359,10 +364,11 @@ TEST_F(Paper, QAdamIsTimedInItsCompressedPhaseWhateverTheWarmUp) {
 // cluster over the values the study names (bandwidth, added latency, both, or 2 to 16 servers).
 TEST(PaperConfigs, SweepBaguasAlgorithmsOverTheStudysValues) {
   const std::unique_ptr<Components> c = make_components();
-  const std::set<std::string> bandwidths = {"1 Gbps", "2 Gbps", "4 Gbps", "8 Gbps", "16 Gbps",
-                                            "32 Gbps", "64 Gbps", "100 Gbps"};
+  const std::set<std::string> bandwidths = {"1 Gbps",  "2 Gbps",  "4 Gbps",  "8 Gbps",
+                                            "16 Gbps", "32 Gbps", "64 Gbps", "100 Gbps"};
   // Added one-way latency 0 to 5 ms in 1 ms steps, half on each NIC link, on top of 5 us per link.
-  const std::set<std::string> latencies = {"5 us", "505 us", "1005 us", "1505 us", "2005 us", "2505 us"};
+  const std::set<std::string> latencies = {"5 us",    "505 us",  "1005 us",
+                                           "1505 us", "2005 us", "2505 us"};
   int files = 0;
   for (const auto& entry : fs::directory_iterator(source_dir() / "configs" / "paper")) {
     if (entry.path().extension() != ".json") continue;
@@ -415,7 +421,8 @@ TEST(PaperConfigs, SweepBaguasAlgorithmsOverTheStudysValues) {
       EXPECT_EQ(world_sizes, (std::set<int>{16, 32, 64, 128}));
     }
     size_t product = lines.size();
-    for (const auto& [axis, v] : values) product *= v.size();
+    for (const auto& [axis, v] : values)
+      product *= v.size();
     EXPECT_EQ(e.points.size(), product);
   }
   EXPECT_EQ(files, 12);

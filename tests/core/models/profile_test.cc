@@ -145,8 +145,8 @@ static_assert(kBertBaseSquadParams == 108893186);
 // (d x d + d), ln_2 (2d), c_fc (d x 4d + 4d), c_proj (4d x d + d); ln_f (2d); the head tied to wte.
 constexpr size_t kGpt2XlParams = [] {
   const size_t d = 1600, vocab = 50257, context = 1024, layers = 48;
-  const size_t block = 2 * d + (d * 3 * d + 3 * d) + (d * d + d) + 2 * d + (d * 4 * d + 4 * d) +
-                       (4 * d * d + d);
+  const size_t block =
+      2 * d + (d * 3 * d + 3 * d) + (d * d + d) + 2 * d + (d * 4 * d + 4 * d) + (4 * d * d + d);
   return vocab * d + context * d + layers * block + 2 * d;
 }();
 // HuggingFace's GPT2LMHeadModel.from_pretrained("gpt2-xl").num_parameters(): 1,557,611,200.
