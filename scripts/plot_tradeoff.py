@@ -145,7 +145,7 @@ def y_label(epoch_samples):
 
 def x_label(x_axis, kind, args):
     if kind == "latency" and args.added_latency is not None:
-        return f"added one-way latency between hosts (ms; {x_axis} = base + half of it)"
+        return "added one-way latency between hosts (ms)"
     return f"{x_axis} ({'Gbit/s' if kind == 'bandwidth' else 'ms'})"
 
 

@@ -326,8 +326,8 @@ TEST(PaperFindings, AsynchronousAveragingIsFlatInBothSweeps) {
 
 // QAdam's compressed phase, as the study measures it (schedule.measured_from = warmup_steps + 1): the
 // same time per iteration after 2 warm-up steps as after 12 (on meta buffers, a compressed step does
-// not depend on how many came before), and at 100 Mbps far below a warm-up step, which averages the full
-// gradient (C_FP_S): the window measures compressed iterations only. 4 x 2 ranks, one 4 MiB layer.
+// not depend on how many came before), and at 100 Mbps far below a warm-up step, which averages the
+// full gradient (C_FP_S): the window measures compressed iterations only. 4 x 2 ranks, one 4 MiB layer.
 TEST_F(Paper, QAdamIsTimedInItsCompressedPhaseWhateverTheWarmUp) {
   const std::string file = profile(1, int64_t{1} << 20);
   auto qadam = [&](int warmup, const std::string& compressor) {
