@@ -584,7 +584,7 @@ PointConfig parse_point(const Json& raw, const FileLocator& files, const Compone
     static const Json kEmpty = Json::object();
     const Json* s = top.find("schedule");
     ObjectReader r(s ? *s : kEmpty, "schedule",
-                   {"iterations", "eval_interval", "bucket_size", "overlap"});
+                   {"iterations", "eval_interval", "bucket_size", "overlap", "measured_from"});
     const ScheduleConfig defaults;  // core/trainer/trainer.h: 100 iterations, Bagua's 10 MiB buckets
     p.schedule.iterations = r.get_int("iterations", defaults.iterations, 1);
     p.schedule.eval_interval = r.get_int("eval_interval", defaults.eval_interval, 0);
@@ -594,6 +594,18 @@ PointConfig parse_point(const Json& raw, const FileLocator& files, const Compone
                            {"eval_interval", p.schedule.eval_interval},
                            {"bucket_size", format_bytes(p.schedule.bucket_size)},
                            {"overlap", p.schedule.overlap}};
+    // Which iterations time_per_iteration_s measures; listed only when given, so that the resolved
+    // config (and the point id) of every config without it stays what it was.
+    p.measured_from = p.schedule.iterations > 1 ? 1 : 0;
+    if (r.has("measured_from")) {
+      p.measured_from = r.get_int("measured_from", std::nullopt, 0);
+      if (p.measured_from >= p.schedule.iterations) {
+        throw ConfigError("schedule.measured_from: must be below schedule.iterations (" +
+                          std::to_string(p.schedule.iterations) + "), got " +
+                          std::to_string(p.measured_from));
+      }
+      out["schedule"]["measured_from"] = p.measured_from;
+    }
   }
   check_memory(p, memory_limit);
 

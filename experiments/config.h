@@ -11,7 +11,8 @@
 //      JSON path:
 //        cluster.nic.bandwidth: must be > 0, got "0 Gbps"
 //        algorithm.hierarchical: expected bool, got 3
-//        schedule.iterationz: unknown key (known: iterations, eval_interval, bucket_size, overlap)
+//        schedule.iterationz: unknown key (known: iterations, eval_interval, bucket_size, overlap,
+//        measured_from)
 //      When the config has several points, the line ends with the point:
 //      " (sweep point 3/6: a=1, b=2)".
 //
@@ -69,7 +70,9 @@
 //   optimizer*     {"name"*, ...the optimizer's parameters}
 //   schedule       {"iterations" >= 1 (default 100), "eval_interval" >= 0 (default 0: evaluate the
 //                  full loss only after the last iteration), "bucket_size" (default "10 MiB"),
-//                  "overlap" (default true)}
+//                  "overlap" (default true), "measured_from" (the first measured iteration, from 0:
+//                  default 1, or 0 with one iteration; below "iterations"; the resolved config lists it
+//                  only when given)}
 //   output         {"dir" (default "results/<name>"; `bagua run --out` overrides), "trace" (default
 //                  false; a Chrome trace-event timeline per point, trace.json: on the simulator in
 //                  virtual time, on the real runtimes in real time, gathered to rank 0),
@@ -177,6 +180,9 @@ struct PointConfig {
   ComponentConfig algorithm;
   ComponentConfig optimizer;
   ScheduleConfig schedule;
+  // schedule.measured_from: the first iteration (from 0) that time_per_iteration_s measures; the ones
+  // before it (warm-up) run but are not counted (experiments/results.h).
+  int64_t measured_from = 1;
   OutputConfig output;
   RuntimeOptions runtime_options;
   Json resolved;  // the canonical form (see above)

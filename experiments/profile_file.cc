@@ -1,6 +1,7 @@
 #include "experiments/profile_file.h"
 
 #include <cmath>
+#include <optional>
 
 #include "core/check.h"
 #include "experiments/quantity.h"
@@ -11,13 +12,18 @@ namespace {
 
 ProfileSpec parse(const Json& profile) {
   ObjectReader r(profile, "",
-                 {"name", "description", "device", "batch_size", "source", "total_params",
-                  "published_params", "published_params_source", "measured", "achieved_efficiency",
-                  "derivation", "sources", "layers"});
+                 {"name", "description", "device", "precision", "precision_note", "peak_flops",
+                  "batch_size", "source", "total_params", "published_params", "published_params_source",
+                  "measured", "achieved_efficiency", "derivation", "sources", "layers"});
   ProfileSpec spec;
   spec.name = r.get_string("name");
   r.get_string("description", "");
   spec.device = r.get_string("device", "");
+  if (r.has("device") && spec.device.empty()) throw ConfigError("device: must name the GPU, got \"\"");
+  if (r.has("precision"))
+    spec.precision = *parse_precision(r.get_choice("precision", "", {"fp32", "tf32", "mixed"}));
+  r.get_string("precision_note", "");
+  if (r.has("peak_flops")) r.get_double("peak_flops", 0, 0.0, std::nullopt, /*min_exclusive=*/true);
   spec.batch_size = r.get_int("batch_size", std::nullopt, 1);
   spec.source = r.get_string("source", "");
   const Json& layers = r.required("layers");

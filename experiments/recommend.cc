@@ -348,8 +348,9 @@ std::vector<std::vector<Recommendation>> recommend(const std::filesystem::path& 
           for (const char* key : {"period", "communication_interval"}) {
             const int64_t h = resolved_algorithm.value(key, int64_t{1});
             const int64_t n = p.schedule.iterations;
-            if (h > 1 && t.window_begin < 0 && (n - 1) % h != 0) {
-              j["schedule"]["iterations"] = 1 + h * std::max<int64_t>(1, (n - 1 + h - 1) / h);
+            const int64_t m = std::max<int64_t>(1, p.measured_from);  // the window's first iteration
+            if (h > 1 && t.window_begin < 0 && (n - m) % h != 0) {
+              j["schedule"]["iterations"] = m + h * std::max<int64_t>(1, (n - m + h - 1) / h);
               p = load_experiment_json(j, config_dir, LoadOptions{}, c).points.front();
             }
           }
@@ -371,7 +372,8 @@ std::vector<std::vector<Recommendation>> recommend(const std::filesystem::path& 
       if (!t.error.empty()) continue;
       try {
         RanksRun run = run_ranks(t.config, c, backends);
-        t.metrics = compute_metrics(run.ranks, t.config.workload.batch_size, run.optimal_loss);
+        t.metrics = compute_metrics(run.ranks, t.config.workload.batch_size, run.optimal_loss,
+                                    t.config.measured_from);
         if (run.report) {
           static const std::regex kNicUp(R"(host\d+\.nic\d*\.up)");
           double sent = 0;

@@ -87,7 +87,7 @@ size_t finite_prefix(const std::vector<TrainResult>& ranks) {
 }
 
 PointMetrics compute_metrics(const std::vector<TrainResult>& ranks, int64_t batch_size,
-                             double optimal_loss) {
+                             double optimal_loss, int64_t measured_from) {
   BAGUA_CHECK(!ranks.empty(), "no rank results");
   const size_t iters = ranks.front().iterations.size();
   BAGUA_CHECK(iters >= 1, "a point ran no iteration");
@@ -131,18 +131,15 @@ PointMetrics compute_metrics(const std::vector<TrainResult>& ranks, int64_t batc
 
   // Totals over the measured iterations in integer nanoseconds, divided once (so that the split adds up
   // without rounding noise).
-  int64_t span_ns = 0;
+  const size_t from = measured_from >= 0 ? static_cast<size_t>(measured_from) : (iters > 1 ? 1 : 0);
+  BAGUA_CHECK(from < iters,
+              "measured_from " + std::to_string(from) + " of " + std::to_string(iters) + " iterations");
+  const Time start = from == 0 ? slowest[0].begin : slowest[from - 1].end;
+  const int64_t span_ns = (slowest.back().end - start).nanoseconds();
   int64_t compute_ns = 0;
-  int64_t counted = 1;
-  if (iters == 1) {
-    span_ns = (slowest[0].end - slowest[0].begin).nanoseconds();
-    compute_ns = slowest[0].compute.nanoseconds();
-  } else {
-    span_ns = (slowest.back().end - slowest.front().end).nanoseconds();
-    for (size_t i = 1; i < iters; ++i)
-      compute_ns += slowest[i].compute.nanoseconds();
-    counted = static_cast<int64_t>(iters) - 1;
-  }
+  for (size_t i = from; i < iters; ++i)
+    compute_ns += slowest[i].compute.nanoseconds();
+  const int64_t counted = static_cast<int64_t>(iters - from);
   auto per_iteration = [&](int64_t ns) {
     return static_cast<double>(ns) / static_cast<double>(counted) / 1e9;
   };

@@ -18,9 +18,11 @@
 // summary.json: the point id, its swept values, its resolved config, and
 //   world_size, iterations, slowest_rank,
 //   time_per_iteration_s          (end of last - end of first iteration) / (iterations - 1) on the
-//                                 slowest rank; with one iteration, its duration
+//                                 slowest rank; with one iteration, its duration; with
+//                                 schedule.measured_from k: (end of last - end of iteration k - 1) /
+//                                 (iterations - k), the warm-up iterations before k left out
 //   compute_per_iteration_s       mean compute_s over the same iterations (2nd to last; with one
-//                                 iteration, the first)
+//                                 iteration, the first; from k with measured_from)
 //   exposed_comm_per_iteration_s  time_per_iteration_s - compute_per_iteration_s
 //   final_loss, final_full_loss   the last row's loss and full_loss (null when absent)
 //   optimal_loss                  the workload's optimal full loss when known in closed form, else null
@@ -98,9 +100,11 @@ struct PointMetrics {
   std::vector<IterationRow> rows;
 };
 
-// `ranks[r]` is rank r's result; every rank ran the same number (>= 1) of iterations.
+// `ranks[r]` is rank r's result; every rank ran the same number (>= 1) of iterations. The per-iteration
+// figures measure iterations measured_from to the last: from the end of iteration measured_from - 1 (the
+// begin of iteration 0 when measured_from is 0) to the end of the last; -1: 1, or 0 with one iteration.
 PointMetrics compute_metrics(const std::vector<TrainResult>& ranks, int64_t batch_size,
-                             double optimal_loss);
+                             double optimal_loss, int64_t measured_from = -1);
 
 // The number of leading iterations every rank recorded with finite losses (a batch loss that is NaN
 // counts as finite when every rank's is: profile workloads have none): what a diverged point's metrics

@@ -189,14 +189,16 @@ PointOutput run_point(const PointConfig& point, const Components& c, Backends& b
     out.failure =
         PointFailure{PointStatus::kDiverged, run.diverged->error, run.diverged->diverged_at_iteration};
     if (kept > 0) {
-      out.metrics = compute_metrics(run.ranks, point.workload.batch_size, run.optimal_loss);
+      out.metrics = compute_metrics(run.ranks, point.workload.batch_size, run.optimal_loss,
+                                  point.measured_from);
       out.files.emplace_back("iterations.csv", iterations_csv(out.metrics));
     }
     out.summary = summary_json(point, out.metrics, &*out.failure);
     out.files.emplace_back("summary.json", out.summary.dump(2) + "\n");
     return out;
   }
-  out.metrics = compute_metrics(run.ranks, point.workload.batch_size, run.optimal_loss);
+  out.metrics = compute_metrics(run.ranks, point.workload.batch_size, run.optimal_loss,
+                                  point.measured_from);
   out.summary = summary_json(point, out.metrics);
   out.files.emplace_back("iterations.csv", iterations_csv(out.metrics));
   if (run.report) {

@@ -2,10 +2,12 @@
 """Generates the workload profiles in configs/workloads/ (Python 3 standard library only).
 
 A profile lists, per layer of a real network, its parameter count and its forward and backward compute
-time on one GPU at a stated per-GPU batch size. Every figure is derived here, reproducibly:
+time on one GPU of a stated device, in a stated precision, at a stated per-GPU batch size. One file per
+(network, device, precision): a config names the file it runs, and the file carries every figure its
+times come from. Every figure is derived here, reproducibly:
 
-  parameters   from the layer shapes of the published architecture; the total is checked against the
-               published total of the network.
+  parameters   from the layer shapes of the published architecture (every tensor counted); the total is
+               checked against the published total of the network.
   FLOPs        2 per multiply-accumulate of every convolution and matrix product of the layer at the
                stated batch size (elementwise work is ignored where a layer has matrix products, counted
                as one FLOP per element per operation where it has none, e.g. embeddings).
@@ -13,9 +15,23 @@ time on one GPU at a stated per-GPU batch size. Every figure is derived here, re
                of the weights; Kaplan et al. 2020, "Scaling Laws for Neural Language Models",
                arXiv:2001.08361, Sec. 2.1: ~2N forward, ~4N backward FLOPs per token), except the first
                layer, whose input needs no gradient (1 x forward).
-  times        FLOPs / (achieved efficiency x device peak), where the device peak is the V100's tensor-core
-               rate (mixed precision) and the achieved efficiency is calibrated per network so that the
-               whole iteration takes exactly the time of a published single-GPU measurement.
+  times        FLOPs / (achieved efficiency x device peak). The device peak is the datasheet's dense
+               rate for the profile's precision (DEVICES below). The achieved efficiency is, in order:
+               1. measured: calibrated so that the whole iteration takes exactly the time of a published
+                  single-GPU measurement of this network on this device in this precision (MEASURED);
+               2. transferred: the network's efficiency on a device it was measured on, times the ratio
+                  of a measured network of the same family (PROXY: ResNet-50 for the convolutional
+                  networks, BERT-Large for the transformers) between the two devices / precisions;
+               3. carried: on the H100, for which no per-network table is published in the sources
+                  used here, the A100's efficiency in the same precision (an assumption, stated in each
+                  such file's "derivation").
+
+Precisions: "fp32" (V100: FP32 CUDA cores), "tf32" (A100, H100: what their fp32 training runs on, TF32
+tensor cores, as NVIDIA's tables measure it), "mixed" (FP16/BF16 tensor cores with FP32 master weights).
+
+Files: configs/workloads/<network>_<device>_<precision>.json; the paper's runs (V100, mixed precision)
+keep their unsuffixed names (vgg16.json, resnet50.json, bert_large_squad.json), so that the configs
+naming them keep working.
 
 Run from the repository root:  python3 scripts/make_profiles.py   (rewrites configs/workloads/*.json)
 """
@@ -23,17 +39,125 @@ Run from the repository root:  python3 scripts/make_profiles.py   (rewrites conf
 import json
 import os
 
-# NVIDIA Tesla V100 SXM2 datasheet (NVIDIA, "NVIDIA V100 Tensor Core GPU", 2020): tensor-core (mixed
-# precision) peak 125 TFLOP/s, single precision 15.7 TFLOP/s, HBM2 900 GB/s. BAGUA's evaluation cluster
-# has "8 NVIDIA V100 32GB GPUs interconnected by NVLink" per server (BAGUA benchmark page,
-# tutorials.baguasys.com/benchmark), i.e. the SXM2 part.
-V100_TENSOR_PEAK_FLOPS = 125e12
-V100_SOURCE = "NVIDIA V100 Tensor Core GPU datasheet: SXM2 tensor-core peak 125 TFLOP/s (mixed precision)"
-DEVICE = "NVIDIA V100 SXM2 32GB, mixed precision (tensor cores, 125 TFLOP/s peak)"
+# Datasheet peaks, dense (no structured sparsity), per device and precision.
+DEVICES = {
+    # NVIDIA, "NVIDIA V100 Tensor Core GPU" datasheet (2020), V100 SXM2: single precision 15.7 TFLOP/s,
+    # tensor performance 125 TFLOP/s. BAGUA's evaluation cluster has "8 NVIDIA V100 32GB GPUs
+    # interconnected by NVLink" per server (tutorials.baguasys.com/benchmark): the SXM2 part.
+    "v100": {
+        "name": "NVIDIA V100 SXM2 32GB",
+        "peak": {"fp32": 15.7e12, "mixed": 125e12},
+        "source": "NVIDIA V100 Tensor Core GPU datasheet (2020), V100 SXM2: single precision 15.7 TFLOP/s, "
+                  "tensor performance (mixed precision) 125 TFLOP/s",
+    },
+    # NVIDIA, "NVIDIA A100 Tensor Core GPU" datasheet: TF32 tensor core 156 TFLOP/s (312 with sparsity),
+    # BF16 / FP16 tensor core 312 TFLOP/s (624 with sparsity); the same for the 40GB and 80GB SXM4 parts.
+    "a100": {
+        "name": "NVIDIA A100 SXM4",
+        "peak": {"tf32": 156e12, "mixed": 312e12},
+        "source": "NVIDIA A100 Tensor Core GPU datasheet, A100 SXM: TF32 tensor core 156 TFLOP/s, BF16/FP16 "
+                  "tensor core 312 TFLOP/s (dense; twice that with sparsity)",
+    },
+    # NVIDIA, "NVIDIA H100 Tensor Core GPU" datasheet, H100 SXM: TF32 tensor core 989 TFLOP/s and
+    # BF16 / FP16 tensor core 1,979 TFLOP/s "with sparsity"; dense is half of each.
+    "h100": {
+        "name": "NVIDIA H100 SXM5 80GB",
+        "peak": {"tf32": 494.5e12, "mixed": 989.5e12},
+        "source": "NVIDIA H100 Tensor Core GPU datasheet, H100 SXM: TF32 tensor core 989 TFLOP/s, BF16/FP16 "
+                  "tensor core 1,979 TFLOP/s with sparsity; dense: half, 494.5 and 989.5 TFLOP/s",
+    },
+}
+PRECISION_NAMES = {"fp32": "fp32 (FP32 CUDA cores)", "tf32": "fp32 training on TF32 tensor cores",
+                   "mixed": "mixed precision (FP16/BF16 tensor cores, FP32 master weights)"}
+# Which precision of the V100 a precision of another device is compared with (transfer rule 2).
+V100_PRECISION = {"fp32": "fp32", "tf32": "fp32", "mixed": "mixed"}
 
 BACKWARD_RULE = ("backward FLOPs = 2 x forward (input and weight gradients; Kaplan et al. 2020, "
                  "arXiv:2001.08361, Sec. 2.1), 1 x for the first layer (no input gradient)")
 
+BAGUA = ("BAGUA benchmark page (tutorials.baguasys.com/benchmark) and Gan et al., BAGUA, arXiv:2107.01499 "
+         "Sec. 5: 16 servers x 8 NVIDIA V100 32GB (NVLink), 100 Gbps TCP/IP; VGG16 on ImageNet at 32 images "
+         "per GPU, BERT-Large finetune on SQuAD at 6 sequences per GPU")
+
+DLE_RN50 = ("NVIDIA DeepLearningExamples, PyTorch/Classification/ConvNets/resnet50v1.5/README.md, Training "
+            "performance results (pytorch-21.03 NGC container), 1 GPU; batch sizes from ConvNets/configs.yml "
+            "(resnet50)")
+DLE_BERT = ("NVIDIA DeepLearningExamples, TensorFlow/LanguageModeling/BERT/README.md, fine-tuning training "
+            "performance for SQuAD v1.1 (TensorFlow 20.06-py3 NGC container), 1 GPU, sequence length 384")
+PADDLE = ("PaddlePaddle repository, paddle/contrib/float16/float16_benchmark.md (2018): 'Vgg16 on imagenet', "
+          "total inference time for one batch on one V100, CUDA 9.0, cuDNN 7.1.1, mb=32")
+MEGATRON = ("Narayanan et al. 2021, 'Efficient Large-Scale Language Model Training on GPU Clusters Using "
+            "Megatron-LM', arXiv:2104.04473, Table 1, first row: a 1.7B-parameter GPT (24 layers, hidden "
+            "2304) data-parallel on 32 A100s (no tensor or pipeline parallelism), 137 TFLOP/s per GPU (44% "
+            "of peak), counted with activation recomputation (4 forward passes' worth of FLOPs per "
+            "iteration; Sec. 5.1 / Appendix)")
+
+# Published single-GPU measurements: (network, device, precision) -> the measurement. Each gives the
+# iteration time at its batch size, or the achieved rate of model FLOPs.
+MEASURED = {
+    ("vgg16", "v100", "mixed"): {
+        "forward_ms": 30.47, "batch_size": 32,
+        "summary": "forward pass 30.47 ms at batch 32 in float16 on one V100 (PaddlePaddle float16 "
+                   "benchmark); backward at the same achieved rate",
+        "citation": PADDLE + ", float16 with tensor cores"},
+    ("vgg16", "v100", "fp32"): {
+        "forward_ms": 84.42, "batch_size": 32,
+        "summary": "forward pass 84.42 ms at batch 32 in float32 on one V100 (PaddlePaddle float16 "
+                   "benchmark); backward at the same achieved rate",
+        "citation": PADDLE + ", float32"},
+    ("resnet50", "v100", "mixed"): {
+        "throughput_per_s": 1156, "batch_size": 256,
+        "summary": "1156 images/s training on one V100 32GB, mixed precision, batch 256 (NVIDIA "
+                   "DeepLearningExamples ResNet50 v1.5 for PyTorch)",
+        "citation": DLE_RN50 + ": NVIDIA DGX-1 32GB (8x V100 32GB), mixed precision 1156 img/s (DGX1V AMP "
+                    "batch 256)"},
+    ("resnet50", "v100", "fp32"): {
+        "throughput_per_s": 356, "batch_size": 112,
+        "summary": "356 images/s training on one V100 32GB, FP32, batch 112 (NVIDIA DeepLearningExamples "
+                   "ResNet50 v1.5 for PyTorch)",
+        "citation": DLE_RN50 + ": NVIDIA DGX-1 32GB (8x V100 32GB), FP32 356 img/s (DGX1V FP32 batch 112)"},
+    ("resnet50", "a100", "mixed"): {
+        "throughput_per_s": 2470, "batch_size": 256,
+        "summary": "2470 images/s training on one A100 80GB, mixed precision, batch 256 (NVIDIA "
+                   "DeepLearningExamples ResNet50 v1.5 for PyTorch)",
+        "citation": DLE_RN50 + ": NVIDIA DGX A100 (8x A100 80GB), mixed precision 2470 img/s (DGXA100 AMP "
+                    "batch 256)"},
+    ("resnet50", "a100", "tf32"): {
+        "throughput_per_s": 938, "batch_size": 256,
+        "summary": "938 images/s training on one A100 80GB, TF32, batch 256 (NVIDIA DeepLearningExamples "
+                   "ResNet50 v1.5 for PyTorch)",
+        "citation": DLE_RN50 + ": NVIDIA DGX A100 (8x A100 80GB), TF32 938 img/s (DGXA100 TF32 batch 256)"},
+    ("bert_large_squad", "v100", "mixed"): {
+        "throughput_per_s": 51.02, "batch_size": 24,
+        "summary": "51.02 sequences/s SQuAD v1.1 fine-tuning on one V100 32GB, mixed precision, batch 24, "
+                   "sequence length 384 (NVIDIA DeepLearningExamples BERT for TensorFlow)",
+        "citation": DLE_BERT + ", DGX-1 32GB: mixed precision 51.02 sentences/s at batch 24"},
+    ("bert_large_squad", "v100", "fp32"): {
+        "throughput_per_s": 10.42, "batch_size": 10,
+        "summary": "10.42 sequences/s SQuAD v1.1 fine-tuning on one V100 32GB, FP32, batch 10, sequence "
+                   "length 384 (NVIDIA DeepLearningExamples BERT for TensorFlow)",
+        "citation": DLE_BERT + ", DGX-1 32GB: FP32 10.42 sentences/s at batch 10"},
+    ("bert_large_squad", "a100", "mixed"): {
+        "throughput_per_s": 102.26, "batch_size": 32,
+        "summary": "102.26 sequences/s SQuAD v1.1 fine-tuning on one A100 40GB, mixed precision, batch 32, "
+                   "sequence length 384 (NVIDIA DeepLearningExamples BERT for TensorFlow)",
+        "citation": DLE_BERT + ", DGX A100 40GB: mixed precision 102.26 sentences/s at batch 32"},
+    ("bert_large_squad", "a100", "tf32"): {
+        "throughput_per_s": 61.364, "batch_size": 16,
+        "summary": "61.364 sequences/s SQuAD v1.1 fine-tuning on one A100 40GB, TF32, batch 16, sequence "
+                   "length 384 (NVIDIA DeepLearningExamples BERT for TensorFlow)",
+        "citation": DLE_BERT + ", DGX A100 40GB: TF32 61.364 sentences/s at batch 16"},
+    # 137 TFLOP/s counted over 4 forward passes' worth of FLOPs (recomputation); this profile, without
+    # recomputation, counts 3 (forward + 2 x backward) in the same time: 137 x 3/4 of model FLOPs.
+    ("gpt2_xl", "a100", "mixed"): {
+        "model_flops_per_s": 137e12 * 3 / 4, "batch_size": 8,
+        "summary": "137 TFLOP/s per A100 with recomputation, i.e. 102.75 TFLOP/s of model FLOPs, for a "
+                   "1.7B-parameter GPT trained data-parallel in mixed precision (Narayanan et al. 2021, "
+                   "Megatron-LM)",
+        "citation": MEGATRON},
+}
+PROXY = {"vgg16": "resnet50", "resnet50": "resnet50", "bert_large_squad": "bert_large_squad",
+         "bert_base_squad": "bert_large_squad", "gpt2_xl": "bert_large_squad"}
 
 class Layer:
     def __init__(self, name, params, fwd_flops, shape):
@@ -59,25 +183,48 @@ def dense(name, fin, fout, tokens, extra_params=0, extra_shape=""):
     return Layer(name, params, fwd, f"linear {fout}x{fin} + bias {fout}{extra_shape}")
 
 
-def calibrate(layers, iteration_s):
-    """Per-layer (forward, backward) seconds such that forward + backward of all layers = iteration_s,
-    each layer's time proportional to its FLOPs. Returns (times, achieved efficiency)."""
+
+
+def flops_of(layers):
+    """(forward FLOPs, backward FLOPs) per layer under the backward rule."""
     bwd = [2 * l.fwd_flops for l in layers]
     bwd[0] = layers[0].fwd_flops
-    total = sum(l.fwd_flops for l in layers) + sum(bwd)
-    efficiency = total / (iteration_s * V100_TENSOR_PEAK_FLOPS)
-    rate = efficiency * V100_TENSOR_PEAK_FLOPS
-    return [(l.fwd_flops / rate, b / rate) for l, b in zip(layers, bwd)], efficiency, bwd
+    return [l.fwd_flops for l in layers], bwd
 
 
-def write(path, name, description, batch, layers, iteration_s, published_params, published_source,
-          measurement, sources):
-    times, efficiency, bwd = calibrate(layers, iteration_s)
+def measured_efficiency(layers_at, key, peak):
+    """The achieved fraction of `peak` of a measurement (MEASURED[key]); `layers_at(batch)` builds the
+    network at a batch size. Returns (efficiency, iteration seconds at the measurement's batch)."""
+    m = MEASURED[key]
+    layers = layers_at(m["batch_size"])
+    fwd, bwd = flops_of(layers)
+    total = sum(fwd) + sum(bwd)
+    if "forward_ms" in m:
+        iteration_s = m["forward_ms"] * 1e-3 * total / sum(fwd)
+    elif "throughput_per_s" in m:
+        iteration_s = m["batch_size"] / m["throughput_per_s"]
+    else:
+        iteration_s = total / m["model_flops_per_s"]
+    return total / (iteration_s * peak), iteration_s
+
+
+def write(path, name, description, batch, layers, device, precision, efficiency, measurement, derivation,
+          published_params, published_source, sources):
+    peak = DEVICES[device]["peak"][precision]
+    rate = efficiency * peak
+    fwd, bwd = flops_of(layers)
+    times = [(f / rate, b / rate) for f, b in zip(fwd, bwd)]
+    iteration_s = (sum(fwd) + sum(bwd)) / rate
     total = sum(l.params for l in layers)
+    measurement = dict(measurement)
+    measurement["iteration_ms"] = round(iteration_s * 1e3, 6)
     doc = {
         "name": name,
         "description": description,
-        "device": DEVICE,
+        "device": DEVICES[device]["name"],
+        "precision": precision,
+        "precision_note": PRECISION_NAMES[precision],
+        "peak_flops": peak,
         "batch_size": batch,
         "source": measurement["summary"],
         "total_params": total,
@@ -85,28 +232,27 @@ def write(path, name, description, batch, layers, iteration_s, published_params,
         "published_params_source": published_source,
         "measured": measurement,
         "achieved_efficiency": round(efficiency, 6),
-        "derivation": ("params from layer shapes; time of a layer = its FLOPs / (achieved_efficiency x "
-                       "125 TFLOP/s), achieved_efficiency calibrated so that the sum of all forward and "
-                       "backward times equals measured.iteration_ms; " + BACKWARD_RULE),
-        "sources": sources,
+        "derivation": (f"params from layer shapes; time of a layer = its FLOPs / (achieved_efficiency x "
+                       f"peak_flops, {peak / 1e12:g} TFLOP/s); " + derivation + "; " + BACKWARD_RULE),
+        "sources": dict(sources, device=DEVICES[device]["source"], backward=BACKWARD_RULE),
         "layers": [
             {
                 "name": l.name,
                 "params": l.params,
                 "forward_us": round(t[0] * 1e6, 3),
                 "backward_us": round(t[1] * 1e6, 3),
-                "forward_flops": l.fwd_flops,
+                "forward_flops": f,
                 "backward_flops": b,
                 "source": l.shape,
             }
-            for l, t, b in zip(layers, times, bwd)
+            for l, t, f, b in zip(layers, times, fwd, bwd)
         ],
     }
     with open(path, "w") as f:
         json.dump(doc, f, indent=2)
         f.write("\n")
-    print(f"{path}: {len(layers)} layers, {total} params (published {published_params}), "
-          f"iteration {iteration_s * 1e3:.3f} ms, efficiency {efficiency:.3f}")
+    print(f"{os.path.relpath(path)}: {len(layers)} layers, {total} params (published {published_params}), {device} "
+          f"{precision}, iteration {iteration_s * 1e3:.3f} ms at batch {batch}, efficiency {efficiency:.3f}")
 
 
 def vgg16(batch):
@@ -147,13 +293,12 @@ def resnet50(batch):
     return layers
 
 
-def bert_large_squad(batch, seq):
-    """BERT-Large (Devlin et al. 2019: L=24, H=1024, A=16, feed-forward 4096), uncased WordPiece vocabulary
-    of 30522, 512 positions, 2 token types, with the SQuAD span head (HuggingFace
-    BertForQuestionAnswering: no pooler, a 1024 -> 2 linear layer). Two profile layers per encoder layer:
-    self-attention (Q, K, V, output projections and layer norm) and feed-forward (two linear layers and
-    layer norm)."""
-    h, inter, vocab, positions, types = 1024, 4096, 30522, 512, 2
+def bert_squad(batch, seq, num_layers, h, inter):
+    """BERT (Devlin et al. 2019) with the uncased WordPiece vocabulary of 30522, 512 positions, 2 token
+    types, and the SQuAD span head (HuggingFace BertForQuestionAnswering: no pooler, an h -> 2 linear
+    layer). Two profile layers per encoder layer: self-attention (Q, K, V, output projections and layer
+    norm) and feed-forward (two linear layers and layer norm)."""
+    vocab, positions, types = 30522, 512, 2
     tokens = batch * seq
     ln = 2 * h
     emb_params = vocab * h + positions * h + types * h + ln
@@ -161,7 +306,7 @@ def bert_large_squad(batch, seq):
     # variance, normalize, scale, shift) per element of the batch's embeddings.
     layers = [Layer("embeddings", emb_params, 7 * tokens * h,
                     f"word {vocab}x{h} + position {positions}x{h} + token type {types}x{h} + layernorm 2x{h}")]
-    for i in range(24):
+    for i in range(num_layers):
         attn_params = 4 * (h * h + h) + ln
         attn_flops = 2 * tokens * h * 3 * h + 2 * 2 * batch * seq * seq * h + 2 * tokens * h * h
         layers.append(Layer(f"layer{i}.attention", attn_params, attn_flops,
@@ -174,77 +319,155 @@ def bert_large_squad(batch, seq):
     return layers
 
 
+def gpt2_xl(batch):
+    """GPT-2 XL (Radford et al. 2019, Table 2: 48 layers, d_model 1600; 25 heads of 64; vocabulary 50257,
+    context 1024), every tensor of HuggingFace GPT2LMHeadModel('gpt2-xl'): token and position embeddings
+    (wte, wpe), per block ln_1, attn.c_attn (1600 -> 4800, the fused Q, K, V), attn.c_proj, ln_2,
+    mlp.c_fc (1600 -> 6400), mlp.c_proj; ln_f; the language-model head is tied to wte (no parameters of
+    its own, its matrix product counted with ln_f). Sequences of the full context, 1024 tokens."""
+    d, vocab, context, num_layers = 1600, 50257, 1024, 48
+    seq = context
+    tokens = batch * seq
+    # wte lookup + wpe addition: one FLOP per element.
+    layers = [Layer("embeddings", vocab * d + context * d, tokens * d,
+                    f"wte {vocab}x{d} + wpe {context}x{d}")]
+    for i in range(num_layers):
+        attn_params = 2 * d + (d * 3 * d + 3 * d) + (d * d + d)
+        # Q, K, V projection, scores Q K^T and their weighting of V (2 x seq x d per token), output
+        # projection.
+        attn_flops = 2 * tokens * d * 3 * d + 2 * 2 * batch * seq * seq * d + 2 * tokens * d * d
+        layers.append(Layer(f"h{i}.attn", attn_params, attn_flops,
+                            f"ln_1 2x{d}, c_attn {d}x{3 * d} + bias {3 * d}, c_proj {d}x{d} + bias {d}"))
+        mlp_params = 2 * d + (d * 4 * d + 4 * d) + (4 * d * d + d)
+        layers.append(Layer(f"h{i}.mlp", mlp_params, 2 * 2 * tokens * d * 4 * d,
+                            f"ln_2 2x{d}, c_fc {d}x{4 * d} + bias {4 * d}, c_proj {4 * d}x{d} + bias {d}"))
+    layers.append(Layer("ln_f+lm_head", 2 * d, 2 * tokens * d * vocab,
+                        f"ln_f 2x{d}; lm_head {vocab}x{d} tied to wte (no own parameters)"))
+    return layers
+
+
+# The networks: how to build each at a batch size, its description, the batch of its derived profiles,
+# its published parameter total, and its other citations.
+NETWORKS = {
+    "vgg16": {
+        "layers": vgg16, "batch": 32,
+        "description": "VGG16 (configuration D) on ImageNet, 224x224, 1000 classes, torchvision layout",
+        "published": 138357544,
+        "published_source": "torchvision.models.vgg16 documentation (VGG16_Weights.IMAGENET1K_V1): num_params "
+                            "138357544; Simonyan & Zisserman 2015 (arXiv:1409.1556) Table 2: 138M",
+        "sources": {"architecture": "Simonyan & Zisserman 2015, arXiv:1409.1556, config D", "paper": BAGUA}},
+    "resnet50": {
+        "layers": resnet50, "batch": 256,
+        "description": "ResNet-50 v1.5 on ImageNet, 224x224, 1000 classes, torchvision layout",
+        "published": 25557032,
+        "published_source": "torchvision.models.resnet50 documentation (ResNet50_Weights.IMAGENET1K_V1): "
+                            "num_params 25557032 (the 25.6M usually quoted)",
+        "sources": {"architecture": "He et al. 2016, arXiv:1512.03385; torchvision v1.5 variant",
+                    "paper": "a common reference network, not part of the BAGUA evaluation"}},
+    "bert_large_squad": {
+        "layers": lambda b: bert_squad(b, 384, 24, 1024, 4096), "batch": 24,
+        "description": "BERT-Large (uncased) fine-tuning on SQuAD v1.1, sequence length 384, span head",
+        "published": 340000000,
+        "published_source": "Devlin et al. 2019 (arXiv:1810.04805) Sec. 3: BERT-LARGE (L=24, H=1024, A=16), "
+                            "total parameters 340M (rounded; the uncased 30522-token vocabulary gives "
+                            "334094338 with the span head)",
+        "sources": {"architecture": "Devlin et al. 2019, arXiv:1810.04805; HuggingFace "
+                                    "BertForQuestionAnswering (no pooler, 1024x2 span head)", "paper": BAGUA}},
+    "bert_base_squad": {
+        "layers": lambda b: bert_squad(b, 384, 12, 768, 3072), "batch": 32,
+        "description": "BERT-Base (uncased) fine-tuning on SQuAD v1.1, sequence length 384, span head",
+        "published": 110000000,
+        "published_source": "Devlin et al. 2019 (arXiv:1810.04805) Sec. 3: BERT-BASE (L=12, H=768, A=12), "
+                            "total parameters 110M (rounded; the uncased 30522-token vocabulary gives "
+                            "108893186 with the span head)",
+        "sources": {"architecture": "Devlin et al. 2019, arXiv:1810.04805; HuggingFace "
+                                    "BertForQuestionAnswering (no pooler, 768x2 span head)",
+                    "paper": "Gan et al., BAGUA, arXiv:2107.01499 Sec. 5 (BERT-BASE among its tasks)"}},
+    "gpt2_xl": {
+        "layers": gpt2_xl, "batch": 8,
+        "description": "GPT-2 XL (1.5B), decoder-only language model, context 1024, HuggingFace gpt2-xl layout",
+        "published": 1557611200,
+        "published_source": "HuggingFace transformers GPT2LMHeadModel.from_pretrained('gpt2-xl')"
+                            ".num_parameters(): 1557611200, the sum of every tensor here; Radford et al. "
+                            "2019, 'Language Models are Unsupervised Multitask Learners', Table 2: 1542M "
+                            "(rounded differently)",
+        "sources": {"architecture": "Radford et al. 2019, Table 2 (48 layers, d_model 1600) and the gpt2-xl "
+                                    "config (n_head 25, vocab_size 50257, n_positions 1024)",
+                    "paper": "a model of today, not part of the BAGUA evaluation"}},
+}
+# The profiles written: every network on every device in both precisions of the device.
+FILES = [(n, d, p) for n in NETWORKS for d in DEVICES for p in DEVICES[d]["peak"]]
+PAPER_FILES = {("vgg16", "v100", "mixed"): "vgg16.json", ("resnet50", "v100", "mixed"): "resnet50.json",
+               ("bert_large_squad", "v100", "mixed"): "bert_large_squad.json"}
+
+
+def efficiency_of(network, device, precision, memo={}):
+    """(efficiency, measurement dict, derivation text) of (network, device, precision): measured,
+    transferred from the network's V100 measurement by its family's proxy, or carried from the A100."""
+    key = (network, device, precision)
+    if key in memo:
+        return memo[key]
+    layers_at = NETWORKS[network]["layers"]
+    peak = DEVICES[device]["peak"][precision]
+    if key in MEASURED:
+        e, _ = measured_efficiency(layers_at, key, peak)
+        m = {k: v for k, v in MEASURED[key].items()}
+        result = (e, m, "measured: achieved_efficiency calibrated so that the sum of all forward and "
+                        "backward times at measured.batch_size equals the measured iteration")
+    elif device == "h100":
+        e, m, _ = efficiency_of(network, "a100", precision)
+        m = {"summary": f"no published H100 measurement used: the A100's achieved fraction of peak "
+                        f"({e:.4f}, {precision}) carried to the H100's peak (an assumption)",
+             "from": f"{network}_a100_{precision}"}
+        result = (e, m, "carried: the A100 profile's achieved_efficiency in the same precision (assumed)")
+    else:
+        proxy = PROXY[network]
+        own = [k for k in MEASURED if k[0] == network]
+        if own:  # the network's own measurement, moved by its proxy's ratio between the two points
+            ref = next((k for k in own if k[2] == V100_PRECISION.get(precision, precision)), own[0])
+        else:  # no measurement of the network at all: the proxy's efficiency at this point
+            ref = None
+        pe, _, _ = efficiency_of(proxy, device, precision)
+        if ref is None:
+            e = pe
+            m = {"summary": f"no published measurement of {network}: the achieved fraction of peak of "
+                            f"{proxy} on the same device in the same precision ({pe:.4f}; an assumption)",
+                 "from": f"{proxy}_{device}_{precision}"}
+            how = f"transferred: {proxy}'s achieved_efficiency on this device and precision (assumed)"
+        else:
+            re_, _, _ = efficiency_of(*ref)
+            pr, _, _ = efficiency_of(proxy, ref[1], ref[2])
+            e = re_ * pe / pr
+            m = {"summary": f"{network}'s {ref[1]} {ref[2]} efficiency ({re_:.4f}) x {proxy}'s "
+                            f"{device} {precision} / {ref[1]} {ref[2]} efficiencies ({pe:.4f} / {pr:.4f})",
+                 "from": [f"{ref[0]}_{ref[1]}_{ref[2]}", f"{proxy}_{device}_{precision}",
+                          f"{proxy}_{ref[1]}_{ref[2]}"]}
+            how = (f"transferred: {network}'s measured efficiency on the {ref[1]} ({ref[2]}) times the "
+                   f"ratio of {proxy}'s measured efficiencies on the {device} ({precision}) and the "
+                   f"{ref[1]} ({ref[2]})")
+        result = (e, m, how)
+    memo[key] = result
+    return result
+
+
+def file_name(network, device, precision):
+    return PAPER_FILES.get((network, device, precision), f"{network}_{device}_{precision}.json")
+
+
 def main():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     out = os.path.join(root, "configs", "workloads")
     os.makedirs(out, exist_ok=True)
-
-    bagua = ("BAGUA benchmark page (tutorials.baguasys.com/benchmark) and Gan et al., BAGUA, arXiv:2107.01499 "
-             "Sec. 5: 16 servers x 8 NVIDIA V100 32GB (NVLink), 100 Gbps TCP/IP; VGG16 on ImageNet at 32 "
-             "images per GPU, BERT-Large finetune on SQuAD at 6 sequences per GPU")
-
-    # VGG16. Measurement: PaddlePaddle float16 benchmark (Paddle repository,
-    # paddle/contrib/float16/float16_benchmark.md, 2018): VGG16 on 3x224x224 images, one V100,
-    # CUDA 9.0 / cuDNN 7.1.1, tensor cores enabled, mini-batch 32: float16 forward pass 30.47 ms. The
-    # iteration = that forward pass plus a backward pass at the same achieved rate (backward rule above).
-    layers = vgg16(32)
-    fwd_s = 30.47e-3
-    fwd_flops = sum(l.fwd_flops for l in layers)
-    bwd_flops = fwd_flops * 2 - layers[0].fwd_flops
-    iteration_s = fwd_s * (fwd_flops + bwd_flops) / fwd_flops
-    write(os.path.join(out, "vgg16.json"), "vgg16",
-          "VGG16 (configuration D) on ImageNet, 224x224, 1000 classes, torchvision layout", 32, layers,
-          iteration_s, 138357544,
-          "torchvision.models.vgg16 documentation (VGG16_Weights.IMAGENET1K_V1): num_params 138357544; "
-          "Simonyan & Zisserman 2015 (arXiv:1409.1556) Table 2: 138M",
-          {"summary": "forward pass 30.47 ms at batch 32 in float16 on one V100 (PaddlePaddle float16 "
-                      "benchmark); backward at the same achieved rate",
-           "forward_ms": 30.47, "iteration_ms": round(iteration_s * 1e3, 6), "batch_size": 32,
-           "citation": "PaddlePaddle repository, paddle/contrib/float16/float16_benchmark.md (2018; also "
-                       "github.com/kexinzhao/Paddle_benchmark, float16_benchmark.md): 'Vgg16 on imagenet', "
-                       "total inference time for one batch on one V100, CUDA 9.0, cuDNN 7.1.1, float16 with "
-                       "tensor cores, mb=32"},
-          {"device": V100_SOURCE, "architecture": "Simonyan & Zisserman 2015, arXiv:1409.1556, config D",
-           "paper": bagua, "backward": BACKWARD_RULE})
-
-    # ResNet-50 v1.5. Measurement: NVIDIA DeepLearningExamples, PyTorch/Classification/ConvNets/
-    # resnet50v1.5/README.md, "Training performance: NVIDIA DGX-1 32GB (8x V100 32GB)", 1 GPU, mixed
-    # precision: 1156 img/s, at the DGX1V AMP batch size of 256 (ConvNets/configs.yml).
-    layers = resnet50(256)
-    iteration_s = 256 / 1156
-    write(os.path.join(out, "resnet50.json"), "resnet50",
-          "ResNet-50 v1.5 on ImageNet, 224x224, 1000 classes, torchvision layout", 256, layers, iteration_s,
-          25557032,
-          "torchvision.models.resnet50 documentation (ResNet50_Weights.IMAGENET1K_V1): num_params 25557032 "
-          "(the 25.6M usually quoted)",
-          {"summary": "1156 images/s training on one V100 32GB, mixed precision, batch 256 (NVIDIA "
-                      "DeepLearningExamples ResNet50 v1.5 for PyTorch)",
-           "throughput_per_s": 1156, "batch_size": 256, "iteration_ms": round(iteration_s * 1e3, 6),
-           "citation": "NVIDIA DeepLearningExamples, PyTorch/Classification/ConvNets/resnet50v1.5/README.md, "
-                       "Training performance: NVIDIA DGX-1 32GB (8x V100 32GB), 1 GPU, mixed precision; "
-                       "batch 256 from ConvNets/configs.yml (resnet50, DGX1V, AMP)"},
-          {"device": V100_SOURCE, "architecture": "He et al. 2016, arXiv:1512.03385; torchvision v1.5 variant",
-           "paper": "a common reference network, not part of the BAGUA evaluation", "backward": BACKWARD_RULE})
-
-    # BERT-Large SQuAD fine-tuning. Measurement: NVIDIA DeepLearningExamples,
-    # TensorFlow/LanguageModeling/BERT/README.md, "Fine-tuning training performance for SQuAD v1.1 on
-    # DGX-1 32GB", 1 GPU, mixed precision, batch 24, sequence length 384: 51.02 sentences/s.
-    layers = bert_large_squad(24, 384)
-    iteration_s = 24 / 51.02
-    write(os.path.join(out, "bert_large_squad.json"), "bert_large_squad",
-          "BERT-Large (uncased) fine-tuning on SQuAD v1.1, sequence length 384, span head", 24, layers,
-          iteration_s, 340000000,
-          "Devlin et al. 2019 (arXiv:1810.04805) Sec. 3: BERT-LARGE (L=24, H=1024, A=16), total parameters "
-          "340M (rounded; the uncased 30522-token vocabulary gives 334094338 with the span head)",
-          {"summary": "51.02 sequences/s SQuAD v1.1 fine-tuning on one V100 32GB, mixed precision, batch 24, "
-                      "sequence length 384 (NVIDIA DeepLearningExamples BERT for TensorFlow)",
-           "throughput_per_s": 51.02, "batch_size": 24, "sequence_length": 384,
-           "iteration_ms": round(iteration_s * 1e3, 6),
-           "citation": "NVIDIA DeepLearningExamples, TensorFlow/LanguageModeling/BERT/README.md, Fine-tuning "
-                       "training performance for SQuAD v1.1 on DGX-1 32GB, 1 GPU, mixed precision"},
-          {"device": V100_SOURCE, "architecture": "Devlin et al. 2019, arXiv:1810.04805; HuggingFace "
-                                                  "BertForQuestionAnswering (no pooler, 1024x2 span head)",
-           "paper": bagua, "backward": BACKWARD_RULE})
+    for network, device, precision in FILES:
+        net = NETWORKS[network]
+        efficiency, measurement, how = efficiency_of(network, device, precision)
+        # A measured profile is stated at its measurement's batch; a derived one at the network's batch.
+        batch = measurement.get("batch_size", net["batch"])
+        layers = net["layers"](batch)
+        name = network if (network, device, precision) in PAPER_FILES else f"{network}_{device}_{precision}"
+        write(os.path.join(out, file_name(network, device, precision)), name, net["description"], batch,
+              layers, device, precision, efficiency, measurement, how, net["published"],
+              net["published_source"], net["sources"])
 
 
 if __name__ == "__main__":

@@ -8,14 +8,23 @@ algorithm over a bandwidth x latency grid.
     scripts/plot_tradeoff.py bw/results.csv lat/results.csv --epoch-samples 1281167 --logy \\
         --title "VGG16, 16 x 8 V100" -o vgg16.png
     scripts/plot_tradeoff.py grid/results.csv --winners --exclude async_model_average -o winners.png
+    scripts/plot_tradeoff.py scaling/results.csv --scaling -o scaling.png
 
 A column is plotted on the x axis when its values are bandwidths ("10 Gbps") or times ("5 ms"). Lines
 are the values of the swept algorithm column (an axis whose path starts with "algorithm"), else of the
 "algorithm_name" column. In the plot against one x column, every other swept column is held at the value of
 the first point (so a grid over bandwidth x latency gives the bandwidth curve at the first latency and
 the latency curve at the first bandwidth). Several results.csv files give one row of panels, in order;
-a line keeps its colour in every panel. Lines of algorithms named async_* are dashed: they never wait
-for the network, so their time is the compute time at every point.
+a line keeps its colour in every panel. Bandwidth axes are logarithmic in base 2, latency axes linear.
+The baselines (lines named ddp, horovod, byteps: the systems the paper compares with) are dashed; lines of
+algorithms named async_* are dotted: they never wait for the network, so their time is the compute time
+at every point. --added-latency BASE plots a latency column as the one-way latency added between hosts,
+2 x (value - BASE): for sweeps that put half of the added latency on each of the two NIC links a message
+between hosts crosses, on top of a base latency BASE per link.
+
+--scaling plots throughput (samples/s) against the GPU count (the world_size column), one line per
+algorithm, with the linear ideal: world_size x batch / compute time per iteration, the throughput of
+compute that never waits (from the first line's points).
 
 --winners takes one results.csv whose sweep has exactly one bandwidth and one latency axis and colours
 each (bandwidth, latency) cell by the line that is fastest there (lines matched by --exclude left out;
@@ -144,13 +153,40 @@ def y_label(epoch_samples):
     return "epoch time (s)" if epoch_samples else "time per iteration (ms)"
 
 
-def x_label(x_axis, kind):
+def x_label(x_axis, kind, args):
+    if kind == "latency" and args.added_latency is not None:
+        return "added one-way latency between hosts (ms)"
     return f"{x_axis} ({'Gbit/s' if kind == 'bandwidth' else 'ms'})"
 
 
 def format_y(y, epoch_samples):
     unit = "s" if epoch_samples else "ms"
     return f"{y:.3g} {unit}" if y < 1000 else f"{y:.0f} {unit}"
+
+
+BASELINES = ("ddp", "horovod", "byteps")
+
+
+def line_style(label):
+    if label.split(" ")[0] in BASELINES:
+        return "--"
+    return ":" if label.startswith("async") else "-"
+
+
+def x_value(text, kind, args):
+    x = quantity(text)[1]
+    if kind == "latency" and args.added_latency is not None:
+        x = 2 * (x - args.added_latency)
+    return x
+
+
+def set_x_axis(plot, kind, xs, args):
+    if kind == "bandwidth":
+        plot.set_xscale("log", base=2)
+        plot.set_xticks(xs, [f"{x:g}" for x in xs])
+        plot.minorticks_off()
+    elif args.added_latency is None and min(xs) > 0:
+        plot.set_xscale("log")
 
 
 def plot_curves(args, renames):
@@ -173,18 +209,17 @@ def plot_curves(args, renames):
             if any(swept[a] != first[a] for a in held):
                 continue
             label = series_label(swept, fixed, series_axis, renames)
-            x = quantity(swept[x_axis])[1]
+            x = x_value(swept[x_axis], kind, args)
             lines.setdefault(label, []).append((x, y_value(fixed, args.epoch_samples)))
         for label, xy in lines.items():
             xy.sort()
             color = colors.setdefault(label, COLORS[len(colors) % len(COLORS)])
-            dashed = label.startswith("async")
             plot.plot([x for x, _ in xy], [y for _, y in xy], marker="o", markersize=4, color=color,
-                      linestyle="--" if dashed else "-", label=label)
-        plot.set_xscale("log")
+                      linestyle=line_style(label), label=label)
+        set_x_axis(plot, kind, sorted({x for xy in lines.values() for x, _ in xy}), args)
         if args.logy:
             plot.set_yscale("log")
-        plot.set_xlabel(x_label(x_axis, kind))
+        plot.set_xlabel(x_label(x_axis, kind, args))
         plot.set_ylabel(y_label(args.epoch_samples))
         title = f"vs {kind}"
         if held:
@@ -250,9 +285,11 @@ def plot_winners(args, renames):
     cmap = ListedColormap(["white"] + [color_of[w] for w in winners_seen])
     ax.imshow([[v + 1 for v in row] for row in grid], cmap=cmap, vmin=0, vmax=len(winners_seen),
               origin="lower", aspect="auto", alpha=0.55)
-    ax.set_xticks(range(len(latencies)), latencies)
+    ax.set_xticks(range(len(latencies)),
+                  [f"+{x_value(l, 'latency', args):g} ms" if args.added_latency is not None else l
+                   for l in latencies])
     ax.set_yticks(range(len(bandwidths)), bandwidths)
-    ax.set_xlabel(lat_axis)
+    ax.set_xlabel(x_label(lat_axis, "latency", args))
     ax.set_ylabel(bw_axis)
     held = [a for a in axes if a not in (bw_axis, lat_axis, series_axis)]
     title = f"fastest of {len(candidates)} lines ({y_label(args.epoch_samples)}"
@@ -264,6 +301,44 @@ def plot_winners(args, renames):
     ax.set_title(title, fontsize=9)
     ax.legend(handles=[Patch(facecolor=color_of[w], alpha=0.55, label=w) for w in winners_seen],
               fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return fig
+
+
+def plot_scaling(args, renames):
+    fig, plot = plt.subplots(figsize=(7, 4.8))
+    colors = {}
+    ideal = {}
+    for path in args.results:
+        axes, points = read_results(path)
+        series_axis = series_axis_of(axes)
+        lines = {}
+        for swept, fixed in points:
+            if not fixed["samples_per_s"]:
+                continue
+            n = int(fixed["world_size"])
+            rate = float(fixed["samples_per_s"])
+            label = series_label(swept, fixed, series_axis, renames)
+            lines.setdefault(label, []).append((n, rate))
+            # Compute that never waits: samples per iteration over the compute time of an iteration.
+            compute = float(fixed["compute_per_iteration_s"])
+            if compute > 0 and n not in ideal:
+                ideal[n] = rate * float(fixed["time_per_iteration_s"]) / compute
+        for label, xy in lines.items():
+            xy.sort()
+            color = colors.setdefault(label, COLORS[len(colors) % len(COLORS)])
+            plot.plot([x for x, _ in xy], [y for _, y in xy], marker="o", markersize=4, color=color,
+                      linestyle=line_style(label), label=label)
+    xs = sorted(ideal)
+    plot.plot(xs, [ideal[x] for x in xs], color="0.4", linewidth=2.5, alpha=0.5,
+              label="linear ideal (compute only)")
+    plot.set_xscale("log", base=2)
+    plot.set_yscale("log")
+    plot.set_xticks(xs, [str(x) for x in xs])
+    plot.minorticks_off()
+    plot.set_xlabel("GPUs")
+    plot.set_ylabel("throughput (samples/s)")
+    plot.grid(True, which="both", alpha=0.3)
+    plot.legend(fontsize=7)
     return fig
 
 
@@ -287,7 +362,16 @@ def main():
                    help="--winners: lines this close to the fastest (relative; default 0.01) tie")
     p.add_argument("--baseline", default="gradient_allreduce",
                    help="--winners: the line speed-ups are stated against (default gradient_allreduce)")
+    p.add_argument("--scaling", action="store_true",
+                   help="throughput against the GPU count (world_size), with the linear ideal")
+    p.add_argument("--added-latency", default=None, metavar="BASE",
+                   help="plot latency columns as the added one-way latency 2 x (value - BASE), e.g. '5 us'")
     args = p.parse_args()
+    if args.added_latency is not None:
+        q = quantity(args.added_latency)
+        if not q or q[0] != "latency":
+            sys.exit(f"--added-latency {args.added_latency!r}: expected a time, e.g. '5 us'")
+        args.added_latency = q[1]
 
     renames = {}
     for r in args.rename:
@@ -297,13 +381,16 @@ def main():
         renames[old] = new
     args.baseline = renames.get(args.baseline, args.baseline)
 
-    fig = plot_winners(args, renames) if args.winners else plot_curves(args, renames)
+    if args.scaling:
+        fig = plot_scaling(args, renames)
+    else:
+        fig = plot_winners(args, renames) if args.winners else plot_curves(args, renames)
     if args.title:
         fig.suptitle(args.title, fontsize=11)
     if args.note:
         fig.text(0.01, 0.005, args.note, fontsize=7, ha="left", va="bottom", color="0.3")
     fig.tight_layout(rect=(0, 0.03 if args.note else 0, 1, 1))
-    default = "winners.png" if args.winners else "tradeoff.png"
+    default = "winners.png" if args.winners else ("scaling.png" if args.scaling else "tradeoff.png")
     out = args.output or os.path.join(os.path.dirname(os.path.abspath(args.results[0])), default)
     fig.savefig(out, dpi=110)
     print(out)

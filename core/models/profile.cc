@@ -82,6 +82,26 @@ std::unique_ptr<Workload> make(ProfileSpec spec, double scale) {
 
 }  // namespace
 
+std::string to_string(Precision p) {
+  switch (p) {
+    case Precision::kUnstated:
+      return "unstated";
+    case Precision::kFp32:
+      return "fp32";
+    case Precision::kTf32:
+      return "tf32";
+    case Precision::kMixed:
+      return "mixed";
+  }
+  return "unknown";
+}
+
+std::optional<Precision> parse_precision(const std::string& text) {
+  for (Precision p : {Precision::kFp32, Precision::kTf32, Precision::kMixed})
+    if (text == to_string(p)) return p;
+  return std::nullopt;
+}
+
 size_t total_params(const ProfileSpec& spec) {
   size_t n = 0;
   for (const ProfileLayer& l : spec.layers)

@@ -16,13 +16,17 @@
 //   {
 //     "name": string,                      -> ProfileSpec::name
 //     "description": string,
-//     "device": string,                    -> ProfileSpec::device (the GPU and precision of the times)
+//     "device": string,                    -> ProfileSpec::device (the GPU the times are of)
+//     "precision": "fp32" | "tf32" | "mixed"  -> ProfileSpec::precision (the arithmetic of the times)
+//     "precision_note": string,            what the precision means on that device
+//     "peak_flops": number > 0,            the device's datasheet peak in that precision, FLOP/s
 //     "batch_size": integer > 0,           -> ProfileSpec::batch_size (per GPU, of the stated times)
-//     "source": string,                    -> ProfileSpec::source (the measurement the times are
-//     calibrated on) "total_params": integer,             sum of the layers' params "published_params":
-//     integer,         the network's published total, and its citation in "published_params_source":
-//     string, "measured": {...},                   the measurement (throughput or time, batch size,
-//     citation) "achieved_efficiency": number,       calibrated fraction of the device peak
+//     "source": string,                    -> ProfileSpec::source (the measurement the times come from)
+//     "total_params": integer,             sum of the layers' params (checked)
+//     "published_params": integer,         the network's published total
+//     "published_params_source": string,   its citation
+//     "measured": {...},                   the measurement (throughput or time, batch size, citation)
+//     "achieved_efficiency": number,       fraction of peak_flops the layers' times run at
 //     "derivation": string,                how params and times were derived
 //     "sources": {key: string},            every other citation
 //     "layers": [                          forward order
@@ -37,17 +41,29 @@
 //       }, ...
 //     ]
 //   }
+// "device" and "precision" may be left out of a hand-written profile (precision kUnstated); the
+// generated ones (scripts/make_profiles.py) state both, and a test checks that every shipped file does.
+// clang-format off
+// clang-format on
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/models/model.h"
 
 namespace bagua {
+
+// The arithmetic a profile's times were measured in: FP32 CUDA cores, TF32 tensor cores (what fp32
+// training runs on on A100 and H100), or mixed precision (FP16/BF16 tensor cores, FP32 master weights).
+enum class Precision { kUnstated, kFp32, kTf32, kMixed };
+std::string to_string(Precision p);
+// "fp32", "tf32" or "mixed"; std::nullopt for anything else.
+std::optional<Precision> parse_precision(const std::string& text);
 
 struct ProfileLayer {
   std::string name;
@@ -59,6 +75,7 @@ struct ProfileLayer {
 struct ProfileSpec {
   std::string name;
   std::string device;
+  Precision precision = Precision::kUnstated;
   int64_t batch_size = 0;
   std::vector<ProfileLayer> layers;  // forward order
   std::string source;

@@ -105,7 +105,9 @@ TEST(Config, ErrorsAreOneLineNamingThePath) {
   const Case cases[] = {
       {{"schedule.iterationz=5"},
        "schedule.iterationz: unknown key, did you mean \"iterations\"? (known: iterations, "
-       "eval_interval, bucket_size, overlap)"},
+       "eval_interval, bucket_size, overlap, measured_from)"},
+      {{"schedule.iterations=3", "schedule.measured_from=3"},
+       "schedule.measured_from: must be below schedule.iterations (3), got 3"},
       {{"algorithm.hierarchical=3"}, "algorithm.hierarchical: expected bool, got 3"},
       {{"cluster.nic.bandwidth=0 Gbps"}, "cluster.nic.bandwidth: must be > 0, got \"0 Gbps\""},
       {{"cluster.nic.bandwidth=-5 Gbps"}, "cluster.nic.bandwidth: must be > 0, got \"-5 Gbps\""},

@@ -71,6 +71,23 @@ TEST(Results, MetricsFollowTheSlowestRank) {
   EXPECT_TRUE(std::isnan(m.optimal_loss));
 }
 
+// schedule.measured_from: the warm-up iterations before it are left out. Slowest rank 1: from 2, the
+// span is 35 - 23 = 12 ms over 1 iteration, compute 5 ms; from 0, it starts at the begin of iteration
+// 0: 35 ms over 3, compute (6 + 7 + 5) / 3 = 6 ms.
+TEST(Results, MeasuredFromLeavesTheWarmUpOut) {
+  const PointMetrics from2 = compute_metrics(two_ranks(), 8, kNaN, /*measured_from=*/2);
+  EXPECT_DOUBLE_EQ(from2.time_per_iteration_s, 0.012);
+  EXPECT_DOUBLE_EQ(from2.compute_per_iteration_s, 0.005);
+  EXPECT_DOUBLE_EQ(from2.exposed_comm_per_iteration_s, 0.007);
+  EXPECT_EQ(from2.rows.size(), 3u);  // every iteration is still listed
+  const PointMetrics from0 = compute_metrics(two_ranks(), 8, kNaN, 0);
+  EXPECT_DOUBLE_EQ(from0.time_per_iteration_s, 0.035 / 3);
+  EXPECT_DOUBLE_EQ(from0.compute_per_iteration_s, 0.006);
+  // The default is 1, as before.
+  EXPECT_EQ(compute_metrics(two_ranks(), 8, kNaN, 1).time_per_iteration_s,
+            compute_metrics(two_ranks(), 8, kNaN).time_per_iteration_s);
+}
+
 TEST(Results, OneIterationUsesItsDuration) {
   TrainResult a;
   a.iterations = {record(0, 2, 9, 4, kNaN)};

@@ -8,6 +8,9 @@
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "core/check.h"
 
@@ -122,106 +125,211 @@ ProfileSpec to_spec(const nlohmann::json& j) {
   return s;
 }
 
-// BERT-Large with the uncased vocabulary and the SQuAD span head, from its dimensions (Devlin et al.
-// 2019: L = 24, H = 1024, feed-forward 4096; vocabulary 30522, 512 positions, 2 token types), computed
-// here independently of the generator script.
-constexpr size_t kBertLargeSquadParams = [] {
-  const size_t h = 1024, inter = 4096, layers = 24;
+// BERT with the uncased vocabulary and the SQuAD span head, from its dimensions (Devlin et al. 2019:
+// BERT-Large L = 24, H = 1024, feed-forward 4096; BERT-Base L = 12, H = 768, feed-forward 3072;
+// vocabulary 30522, 512 positions, 2 token types), computed here independently of the generator script.
+constexpr size_t bert_squad_params(size_t layers, size_t h, size_t inter) {
   const size_t embeddings = (30522 + 512 + 2) * h + 2 * h;
   const size_t attention = 4 * (h * h + h) + 2 * h;
   const size_t ffn = h * inter + inter + inter * h + h + 2 * h;
   const size_t span_head = h * 2 + 2;
   return embeddings + layers * (attention + ffn) + span_head;
-}();
+}
+constexpr size_t kBertLargeSquadParams = bert_squad_params(24, 1024, 4096);
 static_assert(kBertLargeSquadParams == 334094338);
+constexpr size_t kBertBaseSquadParams = bert_squad_params(12, 768, 3072);
+static_assert(kBertBaseSquadParams == 108893186);
+
+// GPT-2 XL, every tensor of HuggingFace's gpt2-xl (Radford et al. 2019, Table 2: 48 layers, d_model
+// 1600; vocabulary 50257, context 1024): wte, wpe; per block ln_1 (2d), c_attn (d x 3d + 3d), c_proj
+// (d x d + d), ln_2 (2d), c_fc (d x 4d + 4d), c_proj (4d x d + d); ln_f (2d); the head tied to wte.
+constexpr size_t kGpt2XlParams = [] {
+  const size_t d = 1600, vocab = 50257, context = 1024, layers = 48;
+  const size_t block =
+      2 * d + (d * 3 * d + 3 * d) + (d * d + d) + 2 * d + (d * 4 * d + 4 * d) + (4 * d * d + d);
+  return vocab * d + context * d + layers * block + 2 * d;
+}();
+// HuggingFace's GPT2LMHeadModel.from_pretrained("gpt2-xl").num_parameters(): 1,557,611,200.
+static_assert(kGpt2XlParams == 1557611200);
 
 struct PublishedTotal {
-  const char* file;
+  const char* network;   // file name prefix in configs/workloads
   size_t params;         // published total
   double tolerance;      // relative: 0 = exact
   double forward_gmacs;  // published forward multiply-accumulates per sample (0: not checked)
+  size_t exact;          // the count from the dimensions above (0: the published total is exact)
 };
 
 // torchvision.models documentation (weights tables): vgg16 138,357,544 parameters and 15.47 GFLOPS
 // (counted as multiply-accumulates); resnet50 25,557,032 parameters and 4.09 GFLOPS. Devlin et al.
-// 2019: BERT-Large 340M (rounded).
+// 2019: BERT-Large 340M, BERT-Base 110M (rounded). GPT-2 XL: HuggingFace's count (the paper's Table 2
+// rounds it to 1542M).
 const PublishedTotal kPublished[] = {
-    {"vgg16", 138357544, 0.0, 15.47},
-    {"resnet50", 25557032, 0.0, 4.09},
-    {"bert_large_squad", 340000000, 0.02, 0.0},
+    {"vgg16", 138357544, 0.0, 15.47, 0},
+    {"resnet50", 25557032, 0.0, 4.09, 0},
+    {"bert_large_squad", 340000000, 0.02, 0.0, kBertLargeSquadParams},
+    {"bert_base_squad", 110000000, 0.02, 0.0, kBertBaseSquadParams},
+    {"gpt2_xl", 1557611200, 0.0, 0.0, kGpt2XlParams},
 };
+
+// Every shipped profile file: one per (network, device, precision), the paper's (V100, mixed) under the
+// network's own name (scripts/make_profiles.py).
+std::vector<std::string> files_of(const std::string& network) {
+  std::vector<std::string> out;
+  for (const char* device : {"v100", "a100", "h100"}) {
+    const bool v100 = std::string(device) == "v100";
+    for (const char* precision : {v100 ? "fp32" : "tf32", "mixed"}) {
+      const std::string name = network + "_" + device + "_" + precision;
+      const bool paper = v100 && std::string(precision) == "mixed" &&
+                         (network == "vgg16" || network == "resnet50" || network == "bert_large_squad");
+      out.push_back(paper ? network : name);
+    }
+  }
+  return out;
+}
+
+TEST(ProfileFiles, EveryNetworkOnEveryDeviceInBothPrecisions) {
+  size_t files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(source_root() / "configs" / "workloads"))
+    files += entry.path().extension() == ".json";
+  size_t expected = 0;
+  for (const PublishedTotal& p : kPublished) {
+    for (const std::string& file : files_of(p.network)) {
+      SCOPED_TRACE(file);
+      ++expected;
+      const nlohmann::json j = load(file);
+      // Device and precision are stated, and agree with the file's name.
+      const std::string precision = j.at("precision").get<std::string>();
+      EXPECT_TRUE(parse_precision(precision).has_value());
+      if (file == p.network)
+        EXPECT_EQ(precision, "mixed");
+      else
+        EXPECT_NE(file.find("_" + precision), std::string::npos) << precision;
+      const std::string device = j.at("device").get<std::string>();
+      const std::string expect_device = file == p.network || file.find("_v100_") != std::string::npos
+                                            ? "V100"
+                                        : file.find("_a100_") != std::string::npos ? "A100"
+                                                                                   : "H100";
+      EXPECT_NE(device.find(expect_device), std::string::npos) << device;
+      EXPECT_GT(j.at("peak_flops").get<double>(), 1e12);
+    }
+  }
+  EXPECT_EQ(files, expected);
+}
 
 TEST(ProfileFiles, TotalsMatchThePublishedTotals) {
   for (const PublishedTotal& p : kPublished) {
-    const nlohmann::json j = load(p.file);
-    const ProfileSpec spec = to_spec(j);
-    const size_t total = total_params(spec);
-    EXPECT_EQ(total, j.at("total_params").get<size_t>()) << p.file;
-    if (p.tolerance == 0)
-      EXPECT_EQ(total, p.params) << p.file;
-    else
-      EXPECT_NEAR(static_cast<double>(total), static_cast<double>(p.params), p.tolerance * p.params)
-          << p.file;
-    EXPECT_EQ(j.at("published_params").get<size_t>(), p.params) << p.file;
-    if (p.forward_gmacs > 0) {
-      double flops = 0;
-      for (const auto& l : j.at("layers"))
-        flops += l.at("forward_flops").get<double>();
-      const double gmacs = flops / 2 / static_cast<double>(spec.batch_size) / 1e9;
-      EXPECT_NEAR(gmacs, p.forward_gmacs, 0.005 * p.forward_gmacs) << p.file;
+    for (const std::string& file : files_of(p.network)) {
+      const nlohmann::json j = load(file);
+      const ProfileSpec spec = to_spec(j);
+      const size_t total = total_params(spec);
+      EXPECT_EQ(total, j.at("total_params").get<size_t>()) << file;
+      if (p.tolerance == 0)
+        EXPECT_EQ(total, p.params) << file;
+      else
+        EXPECT_NEAR(static_cast<double>(total), static_cast<double>(p.params), p.tolerance * p.params)
+            << file;
+      if (p.exact) EXPECT_EQ(total, p.exact) << file;
+      EXPECT_EQ(j.at("published_params").get<size_t>(), p.params) << file;
+      if (p.forward_gmacs > 0) {
+        double flops = 0;
+        for (const auto& l : j.at("layers"))
+          flops += l.at("forward_flops").get<double>();
+        const double gmacs = flops / 2 / static_cast<double>(spec.batch_size) / 1e9;
+        EXPECT_NEAR(gmacs, p.forward_gmacs, 0.005 * p.forward_gmacs) << file;
+      }
     }
   }
-  EXPECT_EQ(total_params(to_spec(load("bert_large_squad"))), kBertLargeSquadParams);
 }
 
 TEST(ProfileFiles, TimesAddUpToTheMeasurementAndFollowTheFlops) {
   for (const PublishedTotal& p : kPublished) {
-    const nlohmann::json j = load(p.file);
-    double total_us = 0;
-    const double efficiency = j.at("achieved_efficiency").get<double>();
-    EXPECT_GT(efficiency, 0.05) << p.file;
-    EXPECT_LT(efficiency, 1.0) << p.file;     // below the device peak
-    const double rate = efficiency * 125e12;  // V100 tensor-core peak
-    bool first = true;
-    for (const auto& l : j.at("layers")) {
-      const double fwd = l.at("forward_us").get<double>(), bwd = l.at("backward_us").get<double>();
-      const double fwd_flops = l.at("forward_flops").get<double>(),
-                   bwd_flops = l.at("backward_flops").get<double>();
-      total_us += fwd + bwd;
-      // Backward = 2 x forward FLOPs, 1 x for the first layer.
-      EXPECT_DOUBLE_EQ(bwd_flops, fwd_flops * (first ? 1 : 2)) << p.file << " " << l.at("name");
-      // time = FLOPs / (efficiency x peak), to the 1 ns rounding of the file and the 6 digits of
-      // efficiency.
-      EXPECT_NEAR(fwd, fwd_flops / rate * 1e6, 1e-3 + 2e-6 * fwd) << p.file << " " << l.at("name");
-      EXPECT_FALSE(l.at("source").get<std::string>().empty()) << p.file;
-      first = false;
+    for (const std::string& file : files_of(p.network)) {
+      const nlohmann::json j = load(file);
+      double total_us = 0, forward_us = 0;
+      const double efficiency = j.at("achieved_efficiency").get<double>();
+      EXPECT_GT(efficiency, 0.05) << file;
+      EXPECT_LT(efficiency, 1.0) << file;  // below the device peak
+      const double rate = efficiency * j.at("peak_flops").get<double>();
+      bool first = true;
+      for (const auto& l : j.at("layers")) {
+        const double fwd = l.at("forward_us").get<double>(), bwd = l.at("backward_us").get<double>();
+        const double fwd_flops = l.at("forward_flops").get<double>(),
+                     bwd_flops = l.at("backward_flops").get<double>();
+        total_us += fwd + bwd;
+        forward_us += fwd;
+        // Backward = 2 x forward FLOPs, 1 x for the first layer.
+        EXPECT_DOUBLE_EQ(bwd_flops, fwd_flops * (first ? 1 : 2)) << file << " " << l.at("name");
+        // time = FLOPs / (efficiency x peak), to the 1 ns rounding of the file and the 6 digits of
+        // efficiency.
+        EXPECT_NEAR(fwd, fwd_flops / rate * 1e6, 1e-3 + 2e-6 * fwd) << file << " " << l.at("name");
+        EXPECT_FALSE(l.at("source").get<std::string>().empty()) << file;
+        first = false;
+      }
+      const nlohmann::json& measured = j.at("measured");
+      const double iteration_ms = measured.at("iteration_ms").get<double>();
+      EXPECT_NEAR(total_us / 1e3, iteration_ms, 1e-4 * iteration_ms) << file;
+      // A measured profile's times add up to the cited measurement itself.
+      const double batch = static_cast<double>(j.at("batch_size").get<int64_t>());
+      if (measured.contains("throughput_per_s"))
+        EXPECT_NEAR(batch / (total_us / 1e6), measured.at("throughput_per_s").get<double>(),
+                    2e-4 * measured.at("throughput_per_s").get<double>())
+            << file;
+      if (measured.contains("forward_ms"))
+        EXPECT_NEAR(forward_us / 1e3, measured.at("forward_ms").get<double>(), 1e-3) << file;
+      if (measured.contains("citation"))
+        EXPECT_FALSE(measured.at("citation").get<std::string>().empty()) << file;
+      else  // derived from other profiles: it names them
+        EXPECT_TRUE(measured.contains("from")) << file;
+      EXPECT_FALSE(j.at("sources").empty()) << file;
+      EXPECT_FALSE(j.at("published_params_source").get<std::string>().empty()) << file;
     }
-    const double measured_ms = j.at("measured").at("iteration_ms").get<double>();
-    EXPECT_NEAR(total_us / 1e3, measured_ms, 1e-4 * measured_ms) << p.file;
-    EXPECT_FALSE(j.at("measured").at("citation").get<std::string>().empty()) << p.file;
-    EXPECT_FALSE(j.at("sources").empty()) << p.file;
-    EXPECT_FALSE(j.at("published_params_source").get<std::string>().empty()) << p.file;
   }
   // The measurements behind the files: ResNet-50 1156 images/s at batch 256 -> 221.45 ms per iteration;
-  // BERT-Large SQuAD 51.02 sequences/s at batch 24 -> 470.40 ms.
+  // BERT-Large SQuAD 51.02 sequences/s at batch 24 -> 470.40 ms; on the A100 (mixed) ResNet-50 2470
+  // images/s at 256 -> 103.64 ms.
   EXPECT_NEAR(load("resnet50").at("measured").at("iteration_ms").get<double>(), 256.0 / 1156 * 1e3,
               1e-3);
   EXPECT_NEAR(load("bert_large_squad").at("measured").at("iteration_ms").get<double>(),
               24.0 / 51.02 * 1e3, 1e-3);
+  EXPECT_NEAR(load("resnet50_a100_mixed").at("measured").at("iteration_ms").get<double>(),
+              256.0 / 2470 * 1e3, 1e-3);
+  // GPT-2 XL on the A100, mixed precision: Megatron-LM's 137 TFLOP/s with recomputation (4 forward
+  // passes' worth) is 102.75 TFLOP/s of this profile's 3 passes' worth: efficiency 102.75 / 312.
+  EXPECT_NEAR(load("gpt2_xl_a100_mixed").at("achieved_efficiency").get<double>(), 102.75 / 312, 1e-6);
+  // The H100 carries the A100's achieved fraction of peak (no published per-network H100 table used).
+  for (const PublishedTotal& p : kPublished) {
+    for (const char* precision : {"tf32", "mixed"}) {
+      const std::string stem = std::string(p.network) + "_%_" + precision;
+      auto efficiency = [&](const char* device) {
+        std::string name = stem;
+        name.replace(name.find('%'), 1, device);
+        return load(name).at("achieved_efficiency").get<double>();
+      };
+      EXPECT_EQ(efficiency("h100"), efficiency("a100")) << stem;
+    }
+  }
 }
 
 TEST(ProfileFiles, LoadedProfilesRunOnMetaBuffers) {
   for (const PublishedTotal& p : kPublished) {
-    const ProfileSpec spec = to_spec(load(p.file));
+    const ProfileSpec spec = to_spec(load(files_of(p.network).back()));
     auto workload = make_profile_workload(spec, WorkloadSetup{128, spec.batch_size, 1});
     auto model = workload->make_model(127);
     EXPECT_FALSE(model->materialized());
     Buffer w = Buffer::meta(DType::kF32, model->num_params()),
            g = Buffer::meta(DType::kF32, model->num_params());
     int expected = static_cast<int>(model->layers().size()) - 1;
-    model->forward_backward(w, g, 0, [&](int l) { EXPECT_EQ(l, expected--) << p.file; });
-    EXPECT_EQ(expected, -1) << p.file;
+    model->forward_backward(w, g, 0, [&](int l) { EXPECT_EQ(l, expected--) << p.network; });
+    EXPECT_EQ(expected, -1) << p.network;
   }
+}
+
+TEST(Profile, PrecisionNamesRoundTrip) {
+  for (Precision p : {Precision::kFp32, Precision::kTf32, Precision::kMixed})
+    EXPECT_EQ(parse_precision(to_string(p)), p);
+  EXPECT_EQ(parse_precision("fp16"), std::nullopt);
+  EXPECT_EQ(to_string(Precision::kUnstated), "unstated");
 }
 
 }  // namespace
