@@ -243,6 +243,8 @@ void reduce_typed(T* d, const T* s, size_t n, ReduceOp op) {
     reduce_f64(d, s, n, op);
   } else if constexpr (std::is_same_v<T, int32_t>) {
     reduce_i32(d, s, n, op);
+  } else if constexpr (std::is_same_v<T, _Float16>) {
+    reduce_scalar(d, s, n, op);  // each result rounded once to 16 bits, as NCCL's half sum
   } else {
     static_assert(std::is_same_v<T, int64_t>);
     reduce_i64(d, s, n, op);

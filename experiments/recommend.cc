@@ -203,7 +203,8 @@ std::vector<Candidate> parse_candidates(const std::string& list, const Component
         if (kv.empty() || eq == std::string::npos || eq == 0)
           throw ConfigError("--algorithms: \"" + item + "\": expected key=value, got \"" + kv + "\"");
         const std::string key = trim(kv.substr(0, eq));
-        k.params[key] = parse_override_value(trim(kv.substr(eq + 1)), "--algorithms " + k.name + "." + key);
+        k.params[key] =
+            parse_override_value(trim(kv.substr(eq + 1)), "--algorithms " + k.name + "." + key);
       }
     }
     if (!c.algorithms.find(k.name)) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <filesystem>
@@ -172,10 +173,22 @@ TEST_F(RunnerTest, ADivergedPointStopsAtItsIterationWithNoEmptyCellsDeterministi
   EXPECT_EQ(count(iterations, "\n"), static_cast<size_t>(at) + 1) << iterations;
   std::istringstream lines(iterations);
   std::string line;
+  auto fields = [](const std::string& l) {
+    std::vector<std::string> f(1);
+    for (char ch : l)
+      if (ch == ',')
+        f.emplace_back();
+      else
+        f.back() += ch;
+    return f;
+  };
   std::getline(lines, line);  // header
+  const std::vector<std::string> header = fields(line);
+  const size_t loss_col =
+      static_cast<size_t>(std::find(header.begin(), header.end(), "loss") - header.begin());
+  ASSERT_LT(loss_col, header.size()) << line;
   while (std::getline(lines, line)) {
-    const std::string loss =
-        line.substr(0, line.rfind(',')).substr(line.substr(0, line.rfind(',')).rfind(',') + 1);
+    const std::string loss = fields(line)[loss_col];
     ASSERT_FALSE(loss.empty()) << line;
     EXPECT_TRUE(std::isfinite(std::stod(loss))) << line;
   }
