@@ -1,6 +1,7 @@
 #include "core/buffer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <type_traits>
@@ -243,8 +244,6 @@ void reduce_typed(T* d, const T* s, size_t n, ReduceOp op) {
     reduce_f64(d, s, n, op);
   } else if constexpr (std::is_same_v<T, int32_t>) {
     reduce_i32(d, s, n, op);
-  } else if constexpr (std::is_same_v<T, _Float16>) {
-    reduce_scalar(d, s, n, op);  // each result rounded once to 16 bits, as NCCL's half sum
   } else {
     static_assert(std::is_same_v<T, int64_t>);
     reduce_i64(d, s, n, op);
@@ -264,9 +263,52 @@ void axpy_typed(T* y, T a, const T* x, size_t n) {
 }
 
 // 16-bit floats, reduced as NCCL reduces them (its half and bfloat16 sums): each result is the exact
-// operation rounded once to the 16-bit format, to nearest even. fp16 is the compiler's IEEE binary16
-// (_Float16); bf16 is the top half of a float32, widened exactly and narrowed by rounding the lower 16
-// bits (a NaN stays a quiet NaN).
+// operation rounded once to the 16-bit format, to nearest even. fp16 is IEEE binary16, widened exactly
+// to float32 and narrowed by rounding (coded here: not every compiler has _Float16 on x86-64); the sum
+// of two binary16 values computed in float32 and rounded again is the correctly rounded binary16 sum,
+// since float32's 24-bit significand is at least 2 x 11 + 2 bits (double rounding is then innocuous:
+// Figueroa, "When is double rounding innocuous?", SIGNUM 1995). bf16 is the top half of a float32,
+// widened exactly and narrowed by rounding the lower 16 bits (a NaN stays a quiet NaN).
+float f16_to_float(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exponent = (h >> 10) & 0x1fu;
+  const uint32_t fraction = h & 0x3ffu;
+  if (exponent == 0) {  // zero or subnormal: fraction x 2^-24, exact in float32
+    const float magnitude = static_cast<float>(fraction) * 0x1p-24f;
+    return sign ? -magnitude : magnitude;
+  }
+  const uint32_t u = exponent == 0x1fu ? sign | 0x7f800000u | (fraction << 13)
+                                       : sign | ((exponent + 112u) << 23) | (fraction << 13);
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+uint16_t float_to_f16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  const auto sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
+  const uint32_t magnitude = u & 0x7fffffffu;
+  if (magnitude > 0x7f800000u)  // NaN: quiet, the top fraction bits kept
+    return static_cast<uint16_t>(sign | 0x7e00u | ((magnitude >> 13) & 0x3ffu));
+  if (magnitude >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // >= 65520: infinity
+  if (magnitude < 0x38800000u) {  // below 2^-14: a subnormal (or zero), fraction = round(|f| x 2^24)
+    float a;
+    std::memcpy(&a, &magnitude, sizeof a);
+    return static_cast<uint16_t>(sign | static_cast<uint16_t>(std::nearbyint(a * 0x1p24f)));
+  }
+  const uint32_t rebiased = magnitude - 0x38000000u;  // exponent 127 -> 15
+  return static_cast<uint16_t>(sign | ((rebiased + 0x0fffu + ((rebiased >> 13) & 1u)) >> 13));
+}
+void reduce_f16(uint16_t* d, const uint16_t* s, size_t n, ReduceOp op) {
+  for (size_t i = 0; i < n; ++i) {
+    const float a = f16_to_float(d[i]);
+    const float b = f16_to_float(s[i]);
+    const float r = op == ReduceOp::kSum   ? a + b
+                    : op == ReduceOp::kMin ? std::min(a, b)
+                                           : std::max(a, b);
+    d[i] = float_to_f16(r);
+  }
+}
 float bf16_to_float(uint16_t b) {
   const uint32_t u = static_cast<uint32_t>(b) << 16;
   float f;
@@ -335,8 +377,8 @@ class HostSpace final : public Space {
         reduce_typed(dst.as<int64_t>().data(), src.as<int64_t>().data(), dst.count(), op);
         break;
       case DType::kF16:
-        reduce_typed(static_cast<_Float16*>(dst.data()), static_cast<const _Float16*>(src.data()),
-                     dst.count(), op);
+        reduce_f16(static_cast<uint16_t*>(dst.data()), static_cast<const uint16_t*>(src.data()),
+                   dst.count(), op);
         break;
       case DType::kBF16:
         reduce_bf16(static_cast<uint16_t*>(dst.data()), static_cast<const uint16_t*>(src.data()),

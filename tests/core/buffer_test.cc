@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -220,5 +221,44 @@ TEST(Ops, VectorisedOpsMatchTheElementLoops) {
   check_vectorised_ops<double>();
 }
 
+}  // namespace
+}  // namespace bagua
+
+namespace bagua {
+namespace {
+#if defined(__FLT16_MAX__) && defined(__GNUC__) && !defined(__clang__)
+// The coded fp16 sum, min and max give the compiler's binary16 arithmetic (GCC: each operation on
+// _Float16 computed in float and rounded once) for every pair of a spread of bit patterns: zeros,
+// subnormals, normals near each rounding boundary, the largest finite values (overflow to infinity),
+// infinities.
+TEST(Buffer, Fp16ReduceIsTheCorrectlyRoundedBinary16Operation) {
+  std::vector<uint16_t> patterns;
+  for (uint32_t h = 0; h < 0x10000u; h += 37)
+    if (((h >> 10) & 0x1f) != 0x1f || (h & 0x3ff) == 0) patterns.push_back(static_cast<uint16_t>(h));
+  for (uint16_t h : {0x0000, 0x8000, 0x0001, 0x03ff, 0x0400, 0x7bff, 0xfbff, 0x7c00, 0xfc00, 0x3c00})
+    patterns.push_back(h);
+  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax}) {
+    for (size_t i = 0; i < patterns.size(); i += 7) {
+      std::vector<uint16_t> d(patterns.size(), patterns[i]);
+      std::vector<uint16_t> s = patterns;
+      const Buffer dst = Buffer::host(DType::kF16, d.size());
+      const Buffer src = Buffer::host(DType::kF16, s.size());
+      std::memcpy(dst.view().data(), d.data(), d.size() * 2);
+      std::memcpy(src.view().data(), s.data(), s.size() * 2);
+      reduce(dst.view(), src.view(), op);
+      const auto* got = static_cast<const uint16_t*>(dst.view().data());
+      for (size_t k = 0; k < s.size(); ++k) {
+        const _Float16 a = std::bit_cast<_Float16>(patterns[i]);
+        const _Float16 b = std::bit_cast<_Float16>(s[k]);
+        const _Float16 r = op == ReduceOp::kSum   ? static_cast<_Float16>(a + b)
+                           : op == ReduceOp::kMin ? std::min(a, b)
+                                                  : std::max(a, b);
+        ASSERT_EQ(got[k], std::bit_cast<uint16_t>(r))
+            << std::hex << patterns[i] << " op " << static_cast<int>(op) << " " << s[k];
+      }
+    }
+  }
+}
+#endif
 }  // namespace
 }  // namespace bagua
