@@ -396,10 +396,11 @@ TEST(PaperConfigs, SweepBaguasAlgorithmsOverTheStudysValues) {
         EXPECT_EQ(p.measured_from, p.algorithm.params.get_int("warmup_steps") + 1);
       }
     }
-    // Bagua's eight lines and the three systems the paper compares against.
-    EXPECT_EQ(lines.size(), 8u + 3u);
+    // Bagua's eight lines and, for the paper's two models, the three systems it compares against.
+    const bool baselines = name.rfind("resnet50", 0) != 0;
+    EXPECT_EQ(lines.size(), baselines ? 8u + 3u : 8u);
     EXPECT_TRUE(lines.count("qadam compressor=minmax_uint8") && lines.count("qadam compressor=sign"));
-    EXPECT_TRUE(lines.count("ddp") && lines.count("horovod") && lines.count("byteps"));
+    if (baselines) EXPECT_TRUE(lines.count("ddp") && lines.count("horovod") && lines.count("byteps"));
     auto as_set = [](const std::set<std::string>& texts) {
       std::set<std::string> out;
       for (const std::string& t : texts)
