@@ -36,7 +36,8 @@ namespace bagua::runtime {
 
 class Watchdog {
  public:
-  static constexpr Time kDefaultLimit = Time::s(300);  // Bagua's comm_monitor (see above)
+  static constexpr Time kDefaultLimit =
+      Time::ns(300 * 1000000000LL);  // Bagua's comm_monitor (see above)
   static constexpr int kEveryPeer = -1;
 
   struct Wait {
