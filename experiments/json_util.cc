@@ -246,7 +246,21 @@ class CheckedDomBuilder {
                     : path.front() == '['         ? base_ + path
                                                   : base_ + "." + path;
     if (p.size() > kMaxEchoChars) p = p.substr(0, kMaxEchoChars) + "...";
-    return p.empty() ? "config" : p;
+    if (p.empty()) return "config";
+    // A key may hold any character: control characters escaped, so that the message stays one line.
+    std::string shown;
+    for (const char ch : p) {
+      const auto c = static_cast<unsigned char>(ch);
+      if (c < 0x20 || c == 0x7F) {
+        static const char kHex[] = "0123456789abcdef";
+        shown += "\\x";
+        shown += kHex[c >> 4];
+        shown += kHex[c & 15];
+      } else {
+        shown += ch;
+      }
+    }
+    return shown;
   }
 
   // The path of the next value added at the current level.

@@ -84,6 +84,8 @@ std::vector<Mistake> mistakes() {
   return {
       // Duplicate keys: the library would keep the last silently.
       {edit(R"("seed": 1,)", R"("seed": 1, "seed": 2,)"), {}, "seed", "given twice"},
+      // A key with a line break in it (found by fuzz_topology): the path shown escaped, one line.
+      {edit(R"("seed": 1,)", R"("a\nb": 1, "a\nb": 2, "seed": 1,)"), {}, "a\\x0ab", "given twice"},
       {edit(R"("latency": "5 us")", R"("latency": "5 us", "latency": "6 us")"),
        {},
        "cluster.nic.latency",
