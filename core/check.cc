@@ -1,5 +1,7 @@
 #include "core/check.h"
 
+#include <algorithm>
+
 namespace bagua::detail {
 
 void check_failed(const char* file, int line, const char* cond, const std::string& msg) {
@@ -9,3 +11,28 @@ void check_failed(const char* file, int line, const char* cond, const std::strin
 }
 
 }  // namespace bagua::detail
+
+namespace bagua {
+
+std::string ConfigError::escape_control(const std::string& text) {
+  const auto control = [](char ch) {
+    const auto c = static_cast<unsigned char>(ch);
+    return c < 0x20 || c == 0x7F;
+  };
+  if (std::none_of(text.begin(), text.end(), control)) return text;
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (const char ch : text) {
+    if (control(ch)) {
+      const auto c = static_cast<unsigned char>(ch);
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
+}  // namespace bagua

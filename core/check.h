@@ -15,7 +15,12 @@ namespace bagua {
 // A user-caused error: bad config, bad input, an unsupported combination. One line, names the culprit.
 class ConfigError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  // The message is one line whatever it quotes: control characters (a line break in a JSON key, a NUL
+  // in a --set value) are written as \xHH.
+  explicit ConfigError(const std::string& what) : std::runtime_error(escape_control(what)) {}
+  explicit ConfigError(const char* what) : ConfigError(std::string(what)) {}
+
+  static std::string escape_control(const std::string& text);
 };
 
 // A broken invariant: a bug in this project.
