@@ -299,16 +299,6 @@ uint16_t float_to_f16(float f) {
   const uint32_t rebiased = magnitude - 0x38000000u;  // exponent 127 -> 15
   return static_cast<uint16_t>(sign | ((rebiased + 0x0fffu + ((rebiased >> 13) & 1u)) >> 13));
 }
-void reduce_f16(uint16_t* d, const uint16_t* s, size_t n, ReduceOp op) {
-  for (size_t i = 0; i < n; ++i) {
-    const float a = f16_to_float(d[i]);
-    const float b = f16_to_float(s[i]);
-    const float r = op == ReduceOp::kSum   ? a + b
-                    : op == ReduceOp::kMin ? std::min(a, b)
-                                           : std::max(a, b);
-    d[i] = float_to_f16(r);
-  }
-}
 float bf16_to_float(uint16_t b) {
   const uint32_t u = static_cast<uint32_t>(b) << 16;
   float f;
@@ -321,16 +311,18 @@ uint16_t float_to_bf16(float f) {
   if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
   return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
-void reduce_bf16(uint16_t* d, const uint16_t* s, size_t n, ReduceOp op) {
+// One 16-bit reduction for both formats: widen exactly, reduce in float32, narrow by rounding once.
+// For bf16 (8-bit significands) a + b is exact in float32 unless the exponents differ by more than 16,
+// where float32 rounding already decides the bf16 result; for fp16 see above.
+template <float (*Widen)(uint16_t), uint16_t (*Narrow)(float)>
+void reduce_16bit(uint16_t* d, const uint16_t* s, size_t n, ReduceOp op) {
   for (size_t i = 0; i < n; ++i) {
-    const float a = bf16_to_float(d[i]);
-    const float b = bf16_to_float(s[i]);
-    // a + b of two bfloat16 values (8-bit significands) is exact in float32 unless their exponents
-    // differ by more than 16, where float32 rounding already decides the bfloat16 result.
+    const float a = Widen(d[i]);
+    const float b = Widen(s[i]);
     const float r = op == ReduceOp::kSum   ? a + b
                     : op == ReduceOp::kMin ? std::min(a, b)
                                            : std::max(a, b);
-    d[i] = float_to_bf16(r);
+    d[i] = Narrow(r);
   }
 }
 
@@ -377,12 +369,14 @@ class HostSpace final : public Space {
         reduce_typed(dst.as<int64_t>().data(), src.as<int64_t>().data(), dst.count(), op);
         break;
       case DType::kF16:
-        reduce_f16(static_cast<uint16_t*>(dst.data()), static_cast<const uint16_t*>(src.data()),
-                   dst.count(), op);
+        reduce_16bit<f16_to_float, float_to_f16>(static_cast<uint16_t*>(dst.data()),
+                                                 static_cast<const uint16_t*>(src.data()), dst.count(),
+                                                 op);
         break;
       case DType::kBF16:
-        reduce_bf16(static_cast<uint16_t*>(dst.data()), static_cast<const uint16_t*>(src.data()),
-                    dst.count(), op);
+        reduce_16bit<bf16_to_float, float_to_bf16>(static_cast<uint16_t*>(dst.data()),
+                                                   static_cast<const uint16_t*>(src.data()),
+                                                   dst.count(), op);
         break;
       default:
         BAGUA_CHECK(false, "reduce of dtype " + to_string(dst.dtype()) + " on the host");
