@@ -10,33 +10,19 @@
 #include <string>
 #include <vector>
 
-#include "tests/experiments/scratch.h"
-
-#ifndef BAGUA_BINARY
-#error "BAGUA_BINARY (the path of the bagua executable) must be defined by the build"
-#endif
-#ifndef BAGUA_SOURCE_DIR
-#error "BAGUA_SOURCE_DIR must be defined by the build"
-#endif
+#include "tests/experiments/bagua_command.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
 using bagua::testing::read_file;
-using bagua::testing::run_command;
 using bagua::testing::write_file;
 using Result = bagua::testing::CommandResult;
 
-class Cli : public bagua::testing::ScratchDirTest {
+class Cli : public bagua::testing::BaguaCommandTest {
  protected:
-  Cli() : ScratchDirTest("bagua_cli_test") {}
-
-  // Runs bagua from the source tree with `args`.
-  Result bagua(std::vector<std::string> args) const {
-    args.insert(args.begin(), BAGUA_BINARY);
-    return run_command(BAGUA_SOURCE_DIR, "", args, dir_);
-  }
+  Cli() : BaguaCommandTest("bagua_cli_test") {}
 
   // Every file under `root`: relative path -> content.
   static std::map<std::string, std::string> snapshot(const fs::path& root) {

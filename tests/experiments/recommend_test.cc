@@ -8,31 +8,18 @@
 #include <string>
 #include <vector>
 
-#include "tests/experiments/scratch.h"
-
-#ifndef BAGUA_BINARY
-#error "BAGUA_BINARY (the path of the bagua executable) must be defined by the build"
-#endif
-#ifndef BAGUA_SOURCE_DIR
-#error "BAGUA_SOURCE_DIR must be defined by the build"
-#endif
+#include "tests/experiments/bagua_command.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using bagua::testing::read_file;
-using bagua::testing::run_command;
 using Result = bagua::testing::CommandResult;
 using Json = nlohmann::ordered_json;
 
-class Recommend : public bagua::testing::ScratchDirTest {
+class Recommend : public bagua::testing::BaguaCommandTest {
  protected:
-  Recommend() : ScratchDirTest("bagua_recommend_test") {}
-
-  Result bagua(std::vector<std::string> args) const {
-    args.insert(args.begin(), BAGUA_BINARY);
-    return run_command(BAGUA_SOURCE_DIR, "", args, dir_);
-  }
+  Recommend() : BaguaCommandTest("bagua_recommend_test") {}
 
   Json recommend_json(const std::vector<std::string>& extra) const {
     std::vector<std::string> args = {"recommend", "configs/quickstart.json", "--json", "-j", "2"};

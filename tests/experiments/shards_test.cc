@@ -11,20 +11,16 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "tests/experiments/scratch.h"
-
-#if !defined(BAGUA_BINARY) || !defined(BAGUA_SOURCE_DIR)
-#error "the build defines BAGUA_BINARY and BAGUA_SOURCE_DIR"
-#endif
+#include "tests/experiments/bagua_command.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
 using bagua::testing::read_file;
-using bagua::testing::run_command;
 using Result = bagua::testing::CommandResult;
 
 const char* kConfig = "configs/quickstart.json";
@@ -54,14 +50,13 @@ std::vector<std::string> row_ids(const fs::path& results) {
   return ids;
 }
 
-class Shards : public bagua::testing::ScratchDirTest {
+class Shards : public bagua::testing::BaguaCommandTest {
  protected:
-  Shards() : ScratchDirTest("bagua_shards_test") {}
+  Shards() : BaguaCommandTest("bagua_shards_test") {}
 
   // `bagua ARGS` from the source tree; `env` (shell words such as VAR=value) before it.
   Result bagua(std::vector<std::string> args, const std::string& env = "") const {
-    args.insert(args.begin(), BAGUA_BINARY);
-    return run_command(BAGUA_SOURCE_DIR, env.empty() ? "" : "env " + env + " ", args, dir_);
+    return BaguaCommandTest::bagua(std::move(args), env.empty() ? "" : "env " + env + " ");
   }
 
   Result run_sweep(const fs::path& out, std::vector<std::string> extra = {},

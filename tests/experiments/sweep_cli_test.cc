@@ -11,14 +11,7 @@
 #include "experiments/config.h"
 #include "experiments/result_store.h"
 #include "experiments/results.h"
-#include "tests/experiments/scratch.h"
-
-#ifndef BAGUA_BINARY
-#error "BAGUA_BINARY (the path of the bagua executable) must be defined by the build"
-#endif
-#ifndef BAGUA_SOURCE_DIR
-#error "BAGUA_SOURCE_DIR must be defined by the build"
-#endif
+#include "tests/experiments/bagua_command.h"
 
 namespace {
 
@@ -31,14 +24,10 @@ const char* kQuickstart = "configs/quickstart.json";
 const char* kThreeBandwidths =
     R"(sweep={"axes": {"cluster.nic.bandwidth": ["1 Gbps", "10 Gbps", "100 Gbps"]}})";
 
-class SweepCli : public bagua::testing::ScratchDirTest {
+class SweepCli : public bagua::testing::BaguaCommandTest {
  protected:
-  SweepCli() : ScratchDirTest("bagua_sweep_cli_test") {}
+  SweepCli() : BaguaCommandTest("bagua_sweep_cli_test") {}
 
-  Result bagua(std::vector<std::string> args) const {
-    args.insert(args.begin(), BAGUA_BINARY);
-    return run_command(BAGUA_SOURCE_DIR, "", args, dir_);
-  }
   // quickstart, 3 iterations, the bandwidth sweep, into dir_/out, plus `more`.
   Result run_sweep(std::vector<std::string> more) const {
     std::vector<std::string> args = {

@@ -10,36 +10,28 @@
 #include <string>
 #include <vector>
 
-#include "tests/experiments/scratch.h"
-
-#ifndef BAGUA_BINARY
-#error "BAGUA_BINARY (the path of the bagua executable) must be defined by the build"
-#endif
-#ifndef BAGUA_SOURCE_DIR
-#error "BAGUA_SOURCE_DIR must be defined by the build"
-#endif
+#include "tests/experiments/bagua_command.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using bagua::testing::read_file;
-using bagua::testing::run_command;
 using Result = bagua::testing::CommandResult;
 using Json = nlohmann::json;
 
-class Trace : public bagua::testing::ScratchDirTest {
+class Trace : public bagua::testing::BaguaCommandTest {
  protected:
-  Trace() : ScratchDirTest("bagua_trace_test") {}
+  Trace() : BaguaCommandTest("bagua_trace_test") {}
 
   // Runs `config` with `sets` into a fresh folder; returns its one point's trace.json, parsed.
   Json run_trace(const std::string& config, const std::vector<std::string>& sets) {
     const fs::path out = dir_ / ("out" + std::to_string(runs_++));
-    std::vector<std::string> args = {BAGUA_BINARY, "run", config, "-q", "--out", out.string()};
+    std::vector<std::string> args = {"run", config, "-q", "--out", out.string()};
     for (const std::string& s : sets) {
       args.push_back("--set");
       args.push_back(s);
     }
-    const Result r = run_command(BAGUA_SOURCE_DIR, "", args, dir_);
+    const Result r = bagua(args);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     for (const auto& e : fs::directory_iterator(out / "points"))
       return Json::parse(read_file(e.path() / "trace.json"));
@@ -110,12 +102,12 @@ TEST_F(Trace, FilterMistakesAreOneLineErrors) {
       {{"output.trace=true", "output.trace_iterations=4"}, "output.trace_iterations: expected"},
   };
   for (const Case& c : cases) {
-    std::vector<std::string> args = {BAGUA_BINARY, "validate", kQuickstart};
+    std::vector<std::string> args = {"validate", kQuickstart};
     for (const std::string& s : c.sets) {
       args.push_back("--set");
       args.push_back(s);
     }
-    const Result r = run_command(BAGUA_SOURCE_DIR, "", args, dir_);
+    const Result r = bagua(args);
     EXPECT_EQ(r.exit_code, 2) << r.err;
     EXPECT_NE(r.err.find("config error: " + c.message), std::string::npos) << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
