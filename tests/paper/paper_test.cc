@@ -362,8 +362,9 @@ TEST_F(Paper, QAdamIsTimedInItsCompressedPhaseWhateverTheWarmUp) {
   }
 }
 
-// The shipped sweeps load and validate: the eight lines of Bagua's algorithms on the paper's 16 x 8
-// cluster over the values the study names (bandwidth, added latency, both, or 2 to 16 servers).
+// The shipped sweeps load and validate: the eight lines of Bagua's algorithms and the three systems the
+// paper compares against on the paper's 16 x 8 cluster over the values the study names (bandwidth,
+// added latency, both, or 2 to 16 servers).
 TEST(PaperConfigs, SweepBaguasAlgorithmsOverTheStudysValues) {
   const std::unique_ptr<Components> c = make_components();
   const std::set<std::string> bandwidths = {"1 Gbps",  "2 Gbps",  "4 Gbps",  "8 Gbps",
@@ -396,11 +397,10 @@ TEST(PaperConfigs, SweepBaguasAlgorithmsOverTheStudysValues) {
         EXPECT_EQ(p.measured_from, p.algorithm.params.get_int("warmup_steps") + 1);
       }
     }
-    // Bagua's eight lines and, for the paper's two models, the three systems it compares against.
-    const bool baselines = name.rfind("resnet50", 0) != 0;
-    EXPECT_EQ(lines.size(), baselines ? 8u + 3u : 8u);
+    // Bagua's eight lines and the three systems the paper compares against.
+    EXPECT_EQ(lines.size(), 8u + 3u);
     EXPECT_TRUE(lines.count("qadam compressor=minmax_uint8") && lines.count("qadam compressor=sign"));
-    if (baselines) EXPECT_TRUE(lines.count("ddp") && lines.count("horovod") && lines.count("byteps"));
+    EXPECT_TRUE(lines.count("ddp") && lines.count("horovod") && lines.count("byteps"));
     auto as_set = [](const std::set<std::string>& texts) {
       std::set<std::string> out;
       for (const std::string& t : texts)
