@@ -471,5 +471,37 @@ TEST(PaperConfigs, OneServerIsRefusedByShiftOneAlone) {
   }
 }
 
+// The study of today (configs/today/dgx_h100_gpt2_xl_*.json): the same eleven lines as the paper's
+// sweeps, GPT-2 XL (1.5 B) in mixed precision on 8 DGX H100 (64 GPUs, rail-optimized), the paper's
+// bandwidths and 200 and 400 Gbps, its added latencies; and 1024 H100s one --set away.
+TEST(TodayConfigs, GptTwoXlOnDgxH100SweepsTheStudysLines) {
+  const std::unique_ptr<Components> c = make_components();
+  const fs::path today = source_dir() / "configs" / "today";
+  const std::map<std::string, std::pair<std::string, size_t>> sweeps = {
+      {"dgx_h100_gpt2_xl_bandwidth.json", {"cluster.nic.bandwidth", 10}},
+      {"dgx_h100_gpt2_xl_latency.json", {"cluster.nic.latency", 6}}};
+  for (const auto& [file, axis] : sweeps) {
+    SCOPED_TRACE(file);
+    for (const int hosts : {8, 128}) {
+      LoadOptions options;
+      if (hosts != 8) options.sets = {"cluster.hosts=" + std::to_string(hosts)};
+      const Experiment e = load_experiment(today / file, options, *c);
+      std::set<std::string> lines, values;
+      for (const PointConfig& p : e.points) {
+        EXPECT_EQ(p.world_size(), 8 * hosts);
+        EXPECT_EQ(p.cluster.topology.name, "rail_optimized");
+        EXPECT_EQ(p.workload.file, "configs/workloads/gpt2_xl_h100_mixed.json");
+        lines.insert(line_of(p));
+        EXPECT_EQ(p.swept.at(1).first, axis.first);
+        values.insert(p.swept.at(1).second.dump());
+      }
+      EXPECT_EQ(lines.size(), 11u);
+      EXPECT_TRUE(lines.count("ddp") && lines.count("horovod") && lines.count("byteps"));
+      EXPECT_EQ(values.size(), axis.second);
+      EXPECT_EQ(e.points.size(), 11u * axis.second);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace bagua::experiments
