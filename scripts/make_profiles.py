@@ -395,6 +395,15 @@ NETWORKS = {
                                     "config (n_head 25, vocab_size 50257, n_positions 1024)",
                     "paper": "a model of today, not part of the BAGUA evaluation"}},
 }
+# Not here: the BAGUA paper's speech Transformer on AISHELL-2 (arXiv:2107.01499, Sec. 5). Neither the
+# paper nor BaguaSys/bagua's examples give its architecture. The nearest citable one, ESPnet's AISHELL-2
+# recipe (egs/aishell2/asr1/conf/tuning/train_pytorch_transformer.yaml, the recipe's conf/train.yaml:
+# 12 encoder and 6 decoder layers, adim 256, 4 heads, 2048 units, conv2d input over 80 fbank + 3 pitch,
+# CTC weight 0.3), cannot be counted per tensor exactly either: its decoder embedding, output layer and
+# CTC layer are as wide as the recipe's character list, which run.sh (stage 2) builds from the distinct
+# characters of the licensed AISHELL-2 training transcripts, and whose size no source found states.
+# The profile waits for that count (or the paper's model).
+
 # The profiles written: every network on every device in both precisions of the device.
 FILES = [(n, d, p) for n in NETWORKS for d in DEVICES for p in DEVICES[d]["peak"]]
 PAPER_FILES = {("vgg16", "v100", "mixed"): "vgg16.json", ("resnet50", "v100", "mixed"): "resnet50.json",

@@ -23,7 +23,8 @@ at every point. --added-latency BASE plots a latency column as the one-way laten
 between hosts crosses, on top of a base latency BASE per link.
 
 --scaling plots throughput (samples/s) against the GPU count (the world_size column), one line per
-algorithm, with the linear ideal: world_size x batch / compute time per iteration, the throughput of
+algorithm across every results.csv given (a sweep and the points kept in another, one server's), with
+the linear ideal: world_size x batch / compute time per iteration, the throughput of
 compute that never waits (from the first line's points).
 
 --winners takes one results.csv whose sweep has exactly one bandwidth and one latency axis and colours
@@ -308,10 +309,10 @@ def plot_scaling(args, renames):
     fig, plot = plt.subplots(figsize=(7, 4.8))
     colors = {}
     ideal = {}
+    lines = {}  # one line per label across the files: several sweeps may share a line (GPU counts)
     for path in args.results:
         axes, points = read_results(path)
         series_axis = series_axis_of(axes)
-        lines = {}
         for swept, fixed in points:
             if not fixed["samples_per_s"]:
                 continue
@@ -323,11 +324,11 @@ def plot_scaling(args, renames):
             compute = float(fixed["compute_per_iteration_s"])
             if compute > 0 and n not in ideal:
                 ideal[n] = rate * float(fixed["time_per_iteration_s"]) / compute
-        for label, xy in lines.items():
-            xy.sort()
-            color = colors.setdefault(label, COLORS[len(colors) % len(COLORS)])
-            plot.plot([x for x, _ in xy], [y for _, y in xy], marker="o", markersize=4, color=color,
-                      linestyle=line_style(label), label=label)
+    for label, xy in lines.items():
+        xy.sort()
+        color = colors.setdefault(label, COLORS[len(colors) % len(COLORS)])
+        plot.plot([x for x, _ in xy], [y for _, y in xy], marker="o", markersize=4, color=color,
+                  linestyle=line_style(label), label=label)
     xs = sorted(ideal)
     plot.plot(xs, [ideal[x] for x in xs], color="0.4", linewidth=2.5, alpha=0.5,
               label="linear ideal (compute only)")

@@ -362,8 +362,10 @@ TEST_F(Paper, QAdamIsTimedInItsCompressedPhaseWhateverTheWarmUp) {
   }
 }
 
-// The shipped sweeps load and validate: the eight lines of Bagua's algorithms on the paper's 16 x 8
-// cluster over the values the study names (bandwidth, added latency, both, or 2 to 16 servers).
+// The shipped sweeps load and validate: the eight lines of Bagua's algorithms and the three systems the
+// paper compares against on the paper's 16 x 8 cluster over the values the study names (bandwidth,
+// added latency, both, or 2 to 16 servers), and one server of 8 GPUs without decentralized SGD's
+// shift_one, which refuses it (below).
 TEST(PaperConfigs, SweepBaguasAlgorithmsOverTheStudysValues) {
   const std::unique_ptr<Components> c = make_components();
   const std::set<std::string> bandwidths = {"1 Gbps",  "2 Gbps",  "4 Gbps",  "8 Gbps",
@@ -396,11 +398,12 @@ TEST(PaperConfigs, SweepBaguasAlgorithmsOverTheStudysValues) {
         EXPECT_EQ(p.measured_from, p.algorithm.params.get_int("warmup_steps") + 1);
       }
     }
-    // Bagua's eight lines and, for the paper's two models, the three systems it compares against.
-    const bool baselines = name.rfind("resnet50", 0) != 0;
-    EXPECT_EQ(lines.size(), baselines ? 8u + 3u : 8u);
+    // Bagua's eight lines (seven on one server) and the three systems the paper compares against.
+    const bool one_host = name.find("_scaling_one_host") != std::string::npos;
+    EXPECT_EQ(lines.size(), one_host ? 7u + 3u : 8u + 3u);
+    EXPECT_EQ(lines.count("decentralized peer_selection_mode=shift_one"), one_host ? 0u : 1u);
     EXPECT_TRUE(lines.count("qadam compressor=minmax_uint8") && lines.count("qadam compressor=sign"));
-    if (baselines) EXPECT_TRUE(lines.count("ddp") && lines.count("horovod") && lines.count("byteps"));
+    EXPECT_TRUE(lines.count("ddp") && lines.count("horovod") && lines.count("byteps"));
     auto as_set = [](const std::set<std::string>& texts) {
       std::set<std::string> out;
       for (const std::string& t : texts)
@@ -421,6 +424,9 @@ TEST(PaperConfigs, SweepBaguasAlgorithmsOverTheStudysValues) {
       EXPECT_EQ(values.at("cluster.nic.bandwidth"),
                 as_set({"1 Gbps", "4 Gbps", "16 Gbps", "100 Gbps"}));
       EXPECT_EQ(values.at("cluster.nic.latency"), as_set({"5 us", "505 us", "1505 us", "2505 us"}));
+    } else if (one_host) {
+      EXPECT_TRUE(values.empty());
+      EXPECT_EQ(world_sizes, std::set<int>{8});
     } else {
       ASSERT_NE(name.find("_scaling"), std::string::npos);
       EXPECT_EQ(world_sizes, (std::set<int>{16, 32, 64, 128}));
@@ -430,7 +436,71 @@ TEST(PaperConfigs, SweepBaguasAlgorithmsOverTheStudysValues) {
       product *= v.size();
     EXPECT_EQ(e.points.size(), product);
   }
-  EXPECT_EQ(files, 12);
+  EXPECT_EQ(files, 15);
+}
+
+// Why the scaling sweeps' first point, one server of 8 GPUs, is a config of its own without
+// decentralized SGD's shift_one: hierarchical (Bagua's default), its peer exchange runs among the
+// servers' leaders, and shift_one pairs them, so one server is refused, as Bagua's
+// DecentralizedFullPrecisionSynchronous asserts an even number of ranks of its inter-node communicator
+// (rust/bagua-core/bagua-core-internal/src/comm_ops/decentralized_full_precision_synchronous.rs). Every
+// other line of the sweep accepts one server.
+TEST(PaperConfigs, OneServerIsRefusedByShiftOneAlone) {
+  const std::unique_ptr<Components> c = make_components();
+  for (const std::string model : {"vgg16", "bert_large", "resnet50"}) {
+    SCOPED_TRACE(model);
+    const fs::path scaling = source_dir() / "configs" / "paper" / (model + "_scaling.json");
+    LoadOptions one_server;
+    one_server.sets = {"sweep.cluster.hosts=[1]"};
+    int argc = 0;
+    char** argv = nullptr;
+    Backends backends(c->runtimes, &argc, &argv);
+    try {
+      check_points(load_experiment(scaling, one_server, *c), *c, backends);
+      ADD_FAILURE() << "one server accepted";
+    } catch (const ConfigError& err) {
+      EXPECT_NE(std::string(err.what()).find("shift_one needs an even number of ranks (of hosts"),
+                std::string::npos)
+          << err.what();
+    }
+    // The same lines but shift_one, on one server (the shipped config), load.
+    const Experiment e = load_experiment(
+        source_dir() / "configs" / "paper" / (model + "_scaling_one_host.json"), {}, *c);
+    EXPECT_EQ(e.points.size(), 10u);
+    EXPECT_NO_THROW(check_points(e, *c, backends));
+  }
+}
+
+// The study of today (configs/today/dgx_h100_gpt2_xl_*.json): the same eleven lines as the paper's
+// sweeps, GPT-2 XL (1.5 B) in mixed precision on 8 DGX H100 (64 GPUs, rail-optimized), the paper's
+// bandwidths and 200 and 400 Gbps, its added latencies; and 1024 H100s one --set away.
+TEST(TodayConfigs, GptTwoXlOnDgxH100SweepsTheStudysLines) {
+  const std::unique_ptr<Components> c = make_components();
+  const fs::path today = source_dir() / "configs" / "today";
+  const std::map<std::string, std::pair<std::string, size_t>> sweeps = {
+      {"dgx_h100_gpt2_xl_bandwidth.json", {"cluster.nic.bandwidth", 10}},
+      {"dgx_h100_gpt2_xl_latency.json", {"cluster.nic.latency", 6}}};
+  for (const auto& [file, axis] : sweeps) {
+    SCOPED_TRACE(file);
+    for (const int hosts : {8, 128}) {
+      LoadOptions options;
+      if (hosts != 8) options.sets = {"cluster.hosts=" + std::to_string(hosts)};
+      const Experiment e = load_experiment(today / file, options, *c);
+      std::set<std::string> lines, values;
+      for (const PointConfig& p : e.points) {
+        EXPECT_EQ(p.world_size(), 8 * hosts);
+        EXPECT_EQ(p.cluster.topology.name, "rail_optimized");
+        EXPECT_EQ(p.workload.file, "configs/workloads/gpt2_xl_h100_mixed.json");
+        lines.insert(line_of(p));
+        EXPECT_EQ(p.swept.at(1).first, axis.first);
+        values.insert(p.swept.at(1).second.dump());
+      }
+      EXPECT_EQ(lines.size(), 11u);
+      EXPECT_TRUE(lines.count("ddp") && lines.count("horovod") && lines.count("byteps"));
+      EXPECT_EQ(values.size(), axis.second);
+      EXPECT_EQ(e.points.size(), 11u * axis.second);
+    }
+  }
 }
 
 }  // namespace
