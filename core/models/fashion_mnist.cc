@@ -175,6 +175,8 @@ class FashionModel final : public Model {
     return evaluator_->evaluate(w).test_accuracy;
   }
 
+  bool has_test_set() const override { return true; }
+
  private:
   static constexpr const char* kName = "fashion_mnist";
   std::shared_ptr<const Objective> objective_;
