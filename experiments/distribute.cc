@@ -84,13 +84,14 @@ std::vector<uint8_t> encode_output(const PointOutput& o) {
   w.put<int64_t>(m.slowest_rank);
   for (double x : {m.time_per_iteration_s, m.compute_per_iteration_s, m.exposed_comm_per_iteration_s,
                    m.final_loss, m.final_full_loss, m.optimal_loss, m.final_test_accuracy,
-                   m.samples_per_s})
+                   m.final_test_accuracy_avg_model, m.samples_per_s})
     w.put<double>(x);
   w.put<int64_t>(static_cast<int64_t>(m.rows.size()));
   for (const IterationRow& r : m.rows) {
     w.put<int64_t>(r.iteration);
-    for (double x : {r.time_s, r.iteration_s, r.compute_s, r.exposed_comm_s, r.loss, r.full_loss,
-                     r.test_accuracy, r.test_accuracy_min, r.test_accuracy_max})
+    for (double x :
+         {r.time_s, r.iteration_s, r.compute_s, r.exposed_comm_s, r.loss, r.full_loss, r.test_accuracy,
+          r.test_accuracy_min, r.test_accuracy_max, r.test_accuracy_avg_model})
       w.put<double>(x);
   }
   w.put_text(o.summary.dump());
@@ -115,10 +116,9 @@ PointOutput decode_output(Reader& r) {
   m.world_size = static_cast<int>(r.take<int64_t>());
   m.iterations = r.take<int64_t>();
   m.slowest_rank = static_cast<int>(r.take<int64_t>());
-  for (double* x :
-       {&m.time_per_iteration_s, &m.compute_per_iteration_s, &m.exposed_comm_per_iteration_s,
-        &m.final_loss, &m.final_full_loss, &m.optimal_loss, &m.final_test_accuracy,
-        &m.samples_per_s})
+  for (double* x : {&m.time_per_iteration_s, &m.compute_per_iteration_s,
+                    &m.exposed_comm_per_iteration_s, &m.final_loss, &m.final_full_loss, &m.optimal_loss,
+                    &m.final_test_accuracy, &m.final_test_accuracy_avg_model, &m.samples_per_s})
     *x = r.take<double>();
   const int64_t rows = r.take<int64_t>();
   BAGUA_CHECK(rows >= 0, "a point's answer with a negative row count");
@@ -127,7 +127,7 @@ PointOutput decode_output(Reader& r) {
     row.iteration = r.take<int64_t>();
     for (double* x : {&row.time_s, &row.iteration_s, &row.compute_s, &row.exposed_comm_s, &row.loss,
                       &row.full_loss, &row.test_accuracy, &row.test_accuracy_min,
-                      &row.test_accuracy_max})
+                      &row.test_accuracy_max, &row.test_accuracy_avg_model})
       *x = r.take<double>();
   }
   o.summary = Json::parse(r.take_text());

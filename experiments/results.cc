@@ -87,10 +87,14 @@ size_t finite_prefix(const std::vector<TrainResult>& ranks) {
 }
 
 PointMetrics compute_metrics(const std::vector<TrainResult>& ranks, int64_t batch_size,
-                             double optimal_loss, int64_t measured_from) {
+                             double optimal_loss, int64_t measured_from,
+                             std::span<const double> averaged_model_accuracy) {
   BAGUA_CHECK(!ranks.empty(), "no rank results");
   const size_t iters = ranks.front().iterations.size();
   BAGUA_CHECK(iters >= 1, "a point ran no iteration");
+  BAGUA_CHECK(averaged_model_accuracy.empty() || averaged_model_accuracy.size() == iters,
+              "averaged model accuracies: " + std::to_string(averaged_model_accuracy.size()) + " for " +
+                  std::to_string(iters) + " iterations");
   for (size_t r = 0; r < ranks.size(); ++r) {
     BAGUA_CHECK_EQ(ranks[r].iterations.size(), iters, "rank " + std::to_string(r) + " iteration count");
     BAGUA_CHECK_EQ(ranks[r].rank, static_cast<int>(r), "results gathered out of rank order");
@@ -126,6 +130,7 @@ PointMetrics compute_metrics(const std::vector<TrainResult>& ranks, int64_t batc
     row.test_accuracy = mean_present(accuracies);
     row.test_accuracy_min = extreme_present(accuracies, false);
     row.test_accuracy_max = extreme_present(accuracies, true);
+    row.test_accuracy_avg_model = averaged_model_accuracy.empty() ? kNaN : averaged_model_accuracy[i];
     m.rows.push_back(row);
   }
 
@@ -149,6 +154,7 @@ PointMetrics compute_metrics(const std::vector<TrainResult>& ranks, int64_t batc
   m.final_loss = m.rows.back().loss;
   m.final_full_loss = m.rows.back().full_loss;
   m.final_test_accuracy = m.rows.back().test_accuracy;
+  m.final_test_accuracy_avg_model = m.rows.back().test_accuracy_avg_model;
   m.samples_per_s =
       m.time_per_iteration_s > 0
           ? static_cast<double>(m.world_size) * static_cast<double>(batch_size) / m.time_per_iteration_s
@@ -181,14 +187,15 @@ std::string csv_line(const std::vector<std::string>& fields) {
 }
 
 std::string iterations_csv(const PointMetrics& m) {
-  std::string out =
-      csv_line({"iteration", "time_s", "iteration_s", "compute_s", "exposed_comm_s", "loss",
-                "full_loss", "test_accuracy", "test_accuracy_min", "test_accuracy_max"});
+  std::string out = csv_line({"iteration", "time_s", "iteration_s", "compute_s", "exposed_comm_s",
+                              "loss", "full_loss", "test_accuracy", "test_accuracy_min",
+                              "test_accuracy_max", "test_accuracy_avg_model"});
   for (const IterationRow& r : m.rows) {
-    out += csv_line({std::to_string(r.iteration), csv_number(r.time_s), csv_number(r.iteration_s),
-                     csv_number(r.compute_s), csv_number(r.exposed_comm_s), csv_number(r.loss),
-                     csv_number(r.full_loss), csv_number(r.test_accuracy),
-                     csv_number(r.test_accuracy_min), csv_number(r.test_accuracy_max)});
+    out +=
+        csv_line({std::to_string(r.iteration), csv_number(r.time_s), csv_number(r.iteration_s),
+                  csv_number(r.compute_s), csv_number(r.exposed_comm_s), csv_number(r.loss),
+                  csv_number(r.full_loss), csv_number(r.test_accuracy), csv_number(r.test_accuracy_min),
+                  csv_number(r.test_accuracy_max), csv_number(r.test_accuracy_avg_model)});
   }
   return out;
 }
@@ -215,6 +222,7 @@ Json summary_json(const PointConfig& point, const PointMetrics& m, const PointFa
   s["final_full_loss"] = metric(x.final_full_loss);
   s["optimal_loss"] = metric(x.optimal_loss);
   s["final_test_accuracy"] = metric(x.final_test_accuracy);
+  s["final_test_accuracy_avg_model"] = metric(x.final_test_accuracy_avg_model);
   s["samples_per_s"] = metric(x.samples_per_s);
   s["status"] = to_string(failure ? failure->status : PointStatus::kOk);
   if (failure) {

@@ -14,6 +14,10 @@
 //                   full loss; empty where not evaluated or the workload has no test set
 //   test_accuracy_min, test_accuracy_max   its smallest and largest value over ranks (equal for
 //                   algorithms whose replicas agree; the spread of the decentralized ones)
+//   test_accuracy_avg_model   the test-set accuracy of the averaged model, the mean of the ranks'
+//                   weights at that evaluation (core/trainer/averaged_model.h): where the replicas
+//                   agree, their accuracy bit for bit (test_accuracy_min = _max); empty where
+//                   test_accuracy is
 //
 // summary.json: the point id, its swept values, its resolved config, and
 //   world_size, iterations, slowest_rank,
@@ -27,6 +31,7 @@
 //   final_loss, final_full_loss   the last row's loss and full_loss (null when absent)
 //   optimal_loss                  the workload's optimal full loss when known in closed form, else null
 //   final_test_accuracy           the last row's test_accuracy (null when absent)
+//   final_test_accuracy_avg_model the last row's test_accuracy_avg_model (null when absent)
 //   samples_per_s                 world_size x batch_size / time_per_iteration_s
 //   status                        "ok", "diverged" or "failed" (PointStatus; a summary without it,
 //                                 written before statuses existed, is "ok")
@@ -71,6 +76,7 @@ struct IterationRow {
   double test_accuracy = 0;
   double test_accuracy_min = 0;
   double test_accuracy_max = 0;
+  double test_accuracy_avg_model = 0;
 };
 
 enum class PointStatus : uint8_t { kOk, kDiverged, kFailed };
@@ -95,6 +101,7 @@ struct PointMetrics {
   double final_loss = 0;
   double final_full_loss = 0;
   double final_test_accuracy = 0;
+  double final_test_accuracy_avg_model = 0;
   double optimal_loss = 0;
   double samples_per_s = 0;
   std::vector<IterationRow> rows;
@@ -103,8 +110,11 @@ struct PointMetrics {
 // `ranks[r]` is rank r's result; every rank ran the same number (>= 1) of iterations. The per-iteration
 // figures measure iterations measured_from to the last: from the end of iteration measured_from - 1 (the
 // begin of iteration 0 when measured_from is 0) to the end of the last; -1: 1, or 0 with one iteration.
+// `averaged_model_accuracy`: per iteration, the averaged model's test accuracy (RanksRun's); empty:
+// none (NaN).
 PointMetrics compute_metrics(const std::vector<TrainResult>& ranks, int64_t batch_size,
-                             double optimal_loss, int64_t measured_from = -1);
+                             double optimal_loss, int64_t measured_from = -1,
+                             std::span<const double> averaged_model_accuracy = {});
 
 // The number of leading iterations every rank recorded with finite losses (a batch loss that is NaN
 // counts as finite when every rank's is: profile workloads have none): what a diverged point's metrics

@@ -15,6 +15,7 @@
 
 #include "core/check.h"
 #include "core/models/profile.h"
+#include "core/trainer/averaged_model.h"
 #include "experiments/profile_file.h"
 #include "experiments/real_time_trace.h"
 #include "experiments/quantity.h"
@@ -149,19 +150,31 @@ RanksRun run_ranks(const PointConfig& point, const Components& c, Backends& back
           TrainResult& mine = seen[static_cast<size_t>(rank)];
           mine.rank = rank;
           const bool may_diverge = model->materialized();  // a profile has no loss (trainer.h)
-          const TrainResult result =
-              train(ctx, *model, *optimizer, *algorithm, options, [&](const IterationRecord& rec) {
+          TrainOptions rank_options = options;
+          rank_options.keep_evaluated_weights = model->has_test_set();
+          TrainResult result =
+              train(ctx, *model, *optimizer, *algorithm, rank_options, [&](const IterationRecord& rec) {
                 if (may_diverge) mine.iterations.push_back(rec);
                 if (rank == 0 && observer) observer(rec);
               });
           std::vector<TrainResult> all;
           gather_results(ctx.transport(), result, &all);
+          // The averaged model's test accuracy (core/trainer/averaged_model.h), over a group of its own,
+          // once rank 0 holds every rank's result: every rank has finished training.
+          std::vector<double> averaged;
+          if (model->has_test_set()) {
+            std::vector<int> everyone(static_cast<size_t>(ctx.transport().size()));
+            std::iota(everyone.begin(), everyone.end(), 0);
+            averaged = averaged_model_accuracy(*ctx.transport().subgroup(everyone), *model, result);
+            result.evaluated_weights = {};
+          }
           std::string trace = tracing ? gather_trace(ctx.transport(), tracing->spans(),
                                                      point.output.trace_filter)
                                       : "";
           if (rank == 0) {
             run.ranks = std::move(all);
             run.optimal_loss = model->optimal_loss();
+            run.averaged_model_accuracy = std::move(averaged);
             run.trace = std::move(trace);
           }
         },
@@ -198,7 +211,7 @@ PointOutput run_point(const PointConfig& point, const Components& c, Backends& b
     return out;
   }
   out.metrics = compute_metrics(run.ranks, point.workload.batch_size, run.optimal_loss,
-                                  point.measured_from);
+                                point.measured_from, run.averaged_model_accuracy);
   out.summary = summary_json(point, out.metrics);
   out.files.emplace_back("iterations.csv", iterations_csv(out.metrics));
   if (run.report) {

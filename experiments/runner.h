@@ -74,6 +74,9 @@ std::unique_ptr<Workload> make_workload(const PointConfig& point, const Componen
 struct RanksRun {
   std::vector<TrainResult> ranks;
   double optimal_loss = 0;
+  // Per iteration, the averaged model's test accuracy (core/trainer/averaged_model.h; NaN where not
+  // evaluated); empty for a workload without a test set and for a diverged run.
+  std::vector<double> averaged_model_accuracy;
   std::optional<RunReport> report;  // the world's, when its runtime models virtual time
   // Set when a rank diverged (core/trainer/trainer.h Diverged): `ranks` then holds every rank's
   // records as far as it got (in a job, only this process's rank), unequal in length.

@@ -175,6 +175,8 @@ class FashionModel final : public Model {
     return evaluator_->evaluate(w).test_accuracy;
   }
 
+  bool has_test_set() const override { return true; }
+
  private:
   static constexpr const char* kName = "fashion_mnist";
   std::shared_ptr<const Objective> objective_;
@@ -252,12 +254,8 @@ ParamSchema fashion_mnist_schema() {
       // 10,000: as many as the test set, so that train loss and test accuracy cost alike.
       .add_int("eval_samples", 10000, "train images (the first ones) the reported train loss averages",
                1, kTrainImages);
-  s.add_string("partition", "iid", "how images are dealt to ranks: iid | dirichlet (label-skewed)",
-               {"iid", "dirichlet"});
-  // 0.5: as the synthetic workloads (Wang et al. 2020, after Hsu, Qi & Brown 2019, arXiv:1909.06335).
-  s.add_double("alpha", 0.5, "Dirichlet concentration of the dirichlet partition (small: skewed)", 0.0,
-               std::nullopt, /*min_exclusive=*/true);
-  return s;
+  // The synthetic workloads' partitions (core/models/synthetic.h), alpha 0.5 by default.
+  return add_partition_params(s);
 }
 
 std::unique_ptr<Workload> make_fashion_mnist(const Params& params, const WorkloadSetup& setup) {
@@ -283,13 +281,7 @@ std::unique_ptr<Workload> make_fashion_mnist(const Params& params, const Workloa
     train_objective = std::make_shared<const Mlp>(train, hidden, hidden_layers);
     test_objective = std::make_shared<const Mlp>(test, hidden, hidden_layers);
   }
-  const PartitionKind kind =
-      parse_partition_kind(params.get_string("partition"), "fashion_mnist.partition");
-  Partition partition =
-      kind == PartitionKind::kIid
-          ? Partition::iid(data->train.samples(), setup.world_size, setup.batch_size)
-          : Partition::dirichlet(data->train.labels, kClasses, setup.world_size, setup.batch_size,
-                                 params.get_double("alpha"), setup.seed);
+  Partition partition = make_partition("fashion_mnist", params, data->train, setup);
   return std::make_unique<FashionWorkload>(std::move(data), std::move(train_objective),
                                            std::move(test_objective), std::move(partition),
                                            params.get_int("eval_samples"), setup.seed);

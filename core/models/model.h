@@ -69,6 +69,9 @@ class Model {
   virtual double test_accuracy(const BufferView& w) const {
     return std::numeric_limits<double>::quiet_NaN();
   }
+  // Whether test_accuracy measures anything (a workload with a test set): the trainer then keeps the
+  // weights it evaluates, for the averaged model's accuracy (core/trainer/averaged_model.h).
+  virtual bool has_test_set() const { return false; }
 };
 
 struct WorkloadSetup {

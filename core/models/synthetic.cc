@@ -147,6 +147,16 @@ void check_setup(const std::string& name, const WorkloadSetup& setup) {
                       std::to_string(setup.batch_size));
 }
 
+int checked_layers(const std::string& name, const Params& params, size_t num_params) {
+  const int64_t layers = params.get_int("layers");
+  if (layers < 1 || static_cast<size_t>(layers) > num_params)
+    throw ConfigError(name + ".layers: must be between 1 and the parameter count (" +
+                      std::to_string(num_params) + "), got " + std::to_string(layers));
+  return static_cast<int>(layers);
+}
+
+}  // namespace
+
 Partition make_partition(const std::string& name, const Params& params, const Dataset& data,
                          const WorkloadSetup& setup) {
   const PartitionKind kind = parse_partition_kind(params.get_string("partition"), name + ".partition");
@@ -156,15 +166,6 @@ Partition make_partition(const std::string& name, const Params& params, const Da
                               params.get_double("alpha"), setup.seed);
 }
 
-int checked_layers(const std::string& name, const Params& params, size_t num_params) {
-  const int64_t layers = params.get_int("layers");
-  if (layers < 1 || static_cast<size_t>(layers) > num_params)
-    throw ConfigError(name + ".layers: must be between 1 and the parameter count (" +
-                      std::to_string(num_params) + "), got " + std::to_string(layers));
-  return static_cast<int>(layers);
-}
-
-// Parameters common to every synthetic workload.
 ParamSchema& add_partition_params(ParamSchema& s) {
   s.add_string("partition", "iid", "how samples are dealt to ranks: iid | dirichlet (label-skewed)",
                {"iid", "dirichlet"});
@@ -174,8 +175,6 @@ ParamSchema& add_partition_params(ParamSchema& s) {
                std::nullopt, /*min_exclusive=*/true);
   return s;
 }
-
-}  // namespace
 
 SyntheticWorkload::SyntheticWorkload(std::shared_ptr<const Objective> objective, Partition partition,
                                      uint64_t seed)

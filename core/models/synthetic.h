@@ -166,6 +166,14 @@ class Mlp final : public Objective {
   size_t num_params_ = 0;
 };
 
+// The partition of `data` among setup.world_size ranks that the workload's "partition" parameter names
+// (iid, or dirichlet with "alpha"; core/models/dataset.h), for every workload over a labelled data set
+// (the synthetic ones and fashion_mnist). ConfigError naming `name`.partition for an unknown kind.
+Partition make_partition(const std::string& name, const Params& params, const Dataset& data,
+                         const WorkloadSetup& setup);
+// Declares "partition" and "alpha", the parameters make_partition reads.
+ParamSchema& add_partition_params(ParamSchema& s);
+
 // Parameter schemas and factories (registered by register_workloads).
 ParamSchema linear_regression_schema();
 ParamSchema logistic_regression_schema();

@@ -1,6 +1,7 @@
 #include "core/trainer/trainer.h"
 
 #include <cmath>
+#include <span>
 
 #include "core/check.h"
 #include "core/ops.h"
@@ -94,13 +95,22 @@ TrainResult train(RankContext& ctx, Model& model, Optimizer& optimizer, Algorith
   for (size_t l = 0; l < layers.size(); ++l)
     BAGUA_CHECK(bucket_of[l] >= 0, "layer " + std::to_string(l) + " is in no bucket");
 
-  // The full-data loss and test accuracy of this rank's weights: real arithmetic, outside modelled time.
+  TrainResult result;
+  result.rank = ctx.transport().rank();
+  result.iterations.reserve(static_cast<size_t>(options.iterations));
+
+  // The full-data loss and test accuracy of this rank's weights (and, where kept, a copy of them):
+  // real arithmetic, outside modelled time.
   auto evaluate = [&](IterationRecord& rec) {
     if (!model.materialized()) return;
     algorithm.read_weights(state, [&] {
       if (tensors.mirrored) copy(tensors.host_weights, tensors.weights);
       rec.full_loss = model.full_loss(tensors.model_weights());
       rec.test_accuracy = model.test_accuracy(tensors.model_weights());
+      if (options.keep_evaluated_weights) {
+        const std::span<float> w = tensors.model_weights().as<float>();
+        result.evaluated_weights.push_back({rec.iteration, std::vector<float>(w.begin(), w.end())});
+      }
     });
   };
 
@@ -117,10 +127,6 @@ TrainResult train(RankContext& ctx, Model& model, Optimizer& optimizer, Algorith
     if (tracer) w.label = labels[l];
     return w;
   };
-
-  TrainResult result;
-  result.rank = ctx.transport().rank();
-  result.iterations.reserve(static_cast<size_t>(options.iterations));
 
   for (int64_t step = 0; step < options.iterations; ++step) {
     state.step = step;

@@ -31,6 +31,9 @@ struct TrainOptions {
   // false: hand buckets to the algorithm only after the whole backward pass (no overlap) — the
   // baseline that shows what overlap buys.
   bool overlap = true;
+  // Keep a copy of this rank's weights at every evaluation (TrainResult::evaluated_weights), for the
+  // averaged model's test accuracy (core/trainer/averaged_model.h); set where the model has a test set.
+  bool keep_evaluated_weights = false;
 };
 
 struct IterationRecord;
@@ -51,10 +54,19 @@ struct IterationRecord {
   double test_accuracy = std::numeric_limits<double>::quiet_NaN();
 };
 
+// This rank's weights as evaluated after `iteration` (the very values its full loss and test accuracy
+// were computed from).
+struct EvaluatedWeights {
+  int64_t iteration = 0;
+  std::vector<float> weights;
+};
+
 struct TrainResult {
   int rank = 0;
   std::vector<IterationRecord> iterations;
   Time finish;  // when finish() returned
+  // TrainOptions::keep_evaluated_weights: one entry per evaluation, in iteration order; else empty.
+  std::vector<EvaluatedWeights> evaluated_weights;
 };
 
 // Divergence: a materialized model's batch loss that is NaN or infinite, or its full loss where

@@ -8,9 +8,11 @@
 // point": softmax regression at least 83.2%, the MLP at least 86.1%, on the whole test set.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 
 #include "core/models/fashion_mnist.h"
+#include "experiments/results.h"
 #include "tests/convergence/harness.h"
 
 namespace bagua::convergence {
@@ -169,6 +171,93 @@ TEST(FashionMnist, OnSkewedShardsDriftGrowsWithThePeriod) {
   EXPECT_GT(h1, reference - 0.05) << values;
   EXPECT_LT(h32, h4) << values;
   EXPECT_LT(h32, h1 - 0.01) << values;
+}
+
+// The rows of iterations.csv of a point run as `bagua run` runs it (experiments/runner.h run_point),
+// the test accuracy evaluated every `eval_interval` steps.
+std::vector<experiments::IterationRow> point_rows(const std::string& text, int eval_interval) {
+  std::string with_eval = text;
+  const std::string schedule = R"("schedule": {)";
+  with_eval.insert(with_eval.find(schedule) + schedule.size(),
+                   R"("eval_interval": )" + std::to_string(eval_interval) + ", ");
+  const experiments::Components& c = detail::components();
+  const experiments::Experiment e =
+      experiments::load_experiment_json(experiments::parse_json(with_eval, "fashion test"), ".", {}, c);
+  experiments::Backends backends(c.runtimes, nullptr, nullptr);
+  hold_data_set();
+  return experiments::run_point(e.points.at(0), c, backends).metrics.rows;
+}
+
+// The mean softmax cross-entropy of `w` over the first 10,000 train images, in double precision.
+double train_loss(const Weights& w) {
+  hold_data_set();
+  const std::shared_ptr<const FashionMnistData> data =
+      load_fashion_mnist("/usr/share/datasets/fashion-mnist");
+  const LogisticRegression objective(std::shared_ptr<const Dataset>(data, &data->train), 1);
+  std::vector<int64_t> first(10000);
+  std::iota(first.begin(), first.end(), int64_t{0});
+  return objective.loss(std::span<const double>(w), std::span<double>(), first, nullptr);
+}
+
+constexpr int kAveragedSteps = 96;
+constexpr int kAveragedEvalInterval = 32;
+
+TEST(FashionMnist, TheAveragedModelOfAgreeingReplicasIsTheirAccuracyBitForBit) {
+  // Gradient allreduce and local SGD evaluated right after an averaging (96 steps, evaluated every 32,
+  // period 8): every replica holds the same weights, so their average is that replica bit for bit (P w
+  // exact in double, (P w) / P = w: core/trainer/averaged_model.h) and its accuracy is theirs. Rows
+  // that were not evaluated have none.
+  for (const char* algorithm :
+       {R"({"name": "gradient_allreduce"})", R"({"name": "local_sgd", "period": 8})"}) {
+    const std::vector<experiments::IterationRow> rows =
+        point_rows(config_text(kSoftmax, algorithm, 0, kAveragedSteps, 2, 4, momentum(kSoftmaxLr)),
+                   kAveragedEvalInterval);
+    ASSERT_EQ(rows.size(), static_cast<size_t>(kAveragedSteps)) << algorithm;
+    int evaluated = 0;
+    for (const experiments::IterationRow& r : rows) {
+      const bool due = (r.iteration + 1) % kAveragedEvalInterval == 0;
+      EXPECT_EQ(std::isnan(r.test_accuracy_avg_model), !due) << algorithm << " " << r.iteration;
+      if (!due) continue;
+      ++evaluated;
+      EXPECT_EQ(r.test_accuracy_min, r.test_accuracy_max) << algorithm << " " << r.iteration;
+      // The replicas' accuracy itself (their mean, a double sum of eight equal values divided by
+      // eight, can differ from it in the last bit).
+      EXPECT_EQ(r.test_accuracy_avg_model, r.test_accuracy_min) << algorithm << " " << r.iteration;
+      EXPECT_NEAR(r.test_accuracy_avg_model, r.test_accuracy, 1e-15) << algorithm << " " << r.iteration;
+      EXPECT_GT(r.test_accuracy_avg_model, 0.5) << algorithm << " " << r.iteration;
+    }
+    EXPECT_EQ(evaluated, kAveragedSteps / kAveragedEvalInterval) << algorithm;
+  }
+}
+
+TEST(FashionMnist, TheAveragedModelOfDecentralizedReplicasIsTheirMean) {
+  // D-PSGD on a ring of 8, 96 steps: the replicas differ. The reported averaged-model accuracy is the
+  // accuracy of the mean of the replicas' final weights as the harness computes it on its own (summed
+  // in double in rank order, divided by 8, rounded to float32 by accuracy()): equal bit for bit. Jensen
+  // on the convex softmax cross-entropy (log-sum-exp of an affine map, less an affine map): the loss of
+  // the mean weights is at most the mean of the replicas' losses, what an average of replica accuracies
+  // cannot show. And D-PSGD's theorem (Lian et al. 2017, see above) bounds the averaged model near
+  // SGD's: within half a point of gradient allreduce's accuracy after the same 96 steps.
+  const std::string ring =
+      R"({"name": "decentralized", "hierarchical": false, "peer_selection_mode": "ring"})";
+  const std::string text = config_text(kSoftmax, ring, 0, kAveragedSteps, 2, 4, momentum(kSoftmaxLr));
+  const std::vector<experiments::IterationRow> rows = point_rows(text, kAveragedEvalInterval);
+  hold_data_set();
+  const Outcome o = run(text);
+  ASSERT_GT(o.spread(), 0.0);
+  const experiments::IterationRow& last = rows.back();
+  EXPECT_EQ(last.test_accuracy_avg_model, accuracy(o, o.average()));
+
+  double mean_loss = 0;
+  for (const Weights& w : o.final_weights)
+    mean_loss += train_loss(w) / static_cast<double>(o.final_weights.size());
+  EXPECT_LE(train_loss(o.average()), mean_loss);
+
+  const std::vector<experiments::IterationRow> baseline =
+      point_rows(config_text(kSoftmax, R"({"name": "gradient_allreduce"})", 0, kAveragedSteps, 2, 4,
+                             momentum(kSoftmaxLr)),
+                 kAveragedEvalInterval);
+  EXPECT_NEAR(last.test_accuracy_avg_model, baseline.back().test_accuracy, 0.005);
 }
 
 }  // namespace

@@ -98,18 +98,33 @@ TEST(Results, OneIterationUsesItsDuration) {
   EXPECT_DOUBLE_EQ(m.optimal_loss, 0.25);
   EXPECT_EQ(iterations_csv(m),
             "iteration,time_s,iteration_s,compute_s,exposed_comm_s,loss,full_loss,test_accuracy,"
-            "test_accuracy_min,test_accuracy_max\n"
-            "0,0.009,0.007,0.004,0.003,,,,,\n");
+            "test_accuracy_min,test_accuracy_max,test_accuracy_avg_model\n"
+            "0,0.009,0.007,0.004,0.003,,,,,,\n");
 }
 
 TEST(Results, IterationsCsvIsExact) {
   const PointMetrics m = compute_metrics(two_ranks(), 8, kNaN);
   EXPECT_EQ(iterations_csv(m),
             "iteration,time_s,iteration_s,compute_s,exposed_comm_s,loss,full_loss,test_accuracy,"
-            "test_accuracy_min,test_accuracy_max\n"
-            "0,0.011,0.011,0.006,0.005,2,,,,\n"
-            "1,0.023,0.012,0.007,0.005,1.5,,,,\n"
-            "2,0.035,0.012,0.005,0.007,0.75,0.625,0.75,0.7,0.8\n");
+            "test_accuracy_min,test_accuracy_max,test_accuracy_avg_model\n"
+            "0,0.011,0.011,0.006,0.005,2,,,,,\n"
+            "1,0.023,0.012,0.007,0.005,1.5,,,,,\n"
+            "2,0.035,0.012,0.005,0.007,0.75,0.625,0.75,0.7,0.8,\n");
+  EXPECT_TRUE(std::isnan(m.final_test_accuracy_avg_model));
+}
+
+TEST(Results, TheAveragedModelsAccuracyIsItsOwnColumn) {
+  // The averaged model's accuracy of each iteration (NaN: not evaluated) goes beside the replicas'
+  // mean, smallest and largest, unchanged; the last one is the summary's.
+  const std::vector<double> averaged = {kNaN, kNaN, 0.76};
+  const PointMetrics m = compute_metrics(two_ranks(), 8, kNaN, -1, averaged);
+  EXPECT_TRUE(std::isnan(m.rows[1].test_accuracy_avg_model));
+  EXPECT_EQ(m.rows[2].test_accuracy_avg_model, 0.76);
+  EXPECT_EQ(m.rows[2].test_accuracy, 0.75);
+  EXPECT_EQ(m.final_test_accuracy_avg_model, 0.76);
+  const std::string csv = iterations_csv(m);
+  EXPECT_EQ(csv.substr(csv.rfind("2,0.035")),
+            "2,0.035,0.012,0.005,0.007,0.75,0.625,0.75,0.7,0.8,0.76\n");
 }
 
 TEST(Results, RowComesFromTheSummaryAlone) {
@@ -132,6 +147,7 @@ TEST(Results, RowComesFromTheSummaryAlone) {
                 shortest(16 / 0.012) + ",ok,\n");
   EXPECT_TRUE(summary["optimal_loss"].is_null());
   EXPECT_EQ(summary["final_test_accuracy"], 0.75);
+  EXPECT_TRUE(summary["final_test_accuracy_avg_model"].is_null());
   EXPECT_TRUE(is_summary_of(reread, p.id));
   EXPECT_FALSE(is_summary_of(reread, "p001-00000000"));
   EXPECT_FALSE(is_summary_of(parse_json(R"({"point": ")" + p.id + R"("})", "t"), p.id));

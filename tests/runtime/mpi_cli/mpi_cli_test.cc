@@ -274,8 +274,8 @@ TEST_F(MpiCli, EveryAlgorithmOnTwoRanksInOneHostMatchesTheSimulator) {
 }
 
 // Fashion-MNIST under mpirun (configs/runtime/fashion_mnist.json: gradient allreduce, decentralized on
-// a ring, diloco; 2 hosts x 2 ranks): the test accuracies, mean, smallest and largest over ranks, at
-// every evaluation, are the simulator's bit for bit (the reasons of the file's header: the same float
+// a ring, diloco; 2 hosts x 2 ranks): the test accuracies, mean, smallest and largest over ranks and the
+// averaged model's, at every evaluation, are the simulator's bit for bit (the reasons of the file's header: the same float
 // operations in the same order, on each rank the same images), and training moved them from the 10% of
 // the zero initial weights (which predict class 0 for every image) to well above.
 TEST_F(MpiCli, FashionMnistAccuraciesMatchTheSimulator) {
@@ -299,11 +299,13 @@ TEST_F(MpiCli, FashionMnistAccuraciesMatchTheSimulator) {
     ASSERT_LT(accuracy, real.header.size());
     size_t evaluations = 0;
     for (size_t it = 0; it < real.rows.size(); ++it) {
-      for (const char* column :
-           {"test_accuracy", "test_accuracy_min", "test_accuracy_max", "full_loss"})
+      for (const char* column : {"test_accuracy", "test_accuracy_min", "test_accuracy_max",
+                                 "test_accuracy_avg_model", "full_loss"})
         EXPECT_EQ(real.rows[it][real.column(column)], model.rows[it][model.column(column)])
             << column << " at iteration " << it;
-      if (!real.rows[it][accuracy].empty()) ++evaluations;
+      if (real.rows[it][accuracy].empty()) continue;
+      ++evaluations;
+      EXPECT_FALSE(real.rows[it][real.column("test_accuracy_avg_model")].empty()) << it;
     }
     EXPECT_EQ(evaluations, 3u);  // every 16 steps
     EXPECT_GT(std::stod(real.rows.back()[accuracy]), 0.6);
