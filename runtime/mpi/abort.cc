@@ -26,6 +26,9 @@ AbortSignal::~AbortSignal() {
   }
   for (MPI_Request& r : sends_)
     if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
+  for (std::vector<MPI_Comm>* comms : {&retired_, &kept_})
+    for (MPI_Comm& c : *comms)
+      MPI_Comm_free(&c);
   MPI_Comm_free(&comm_);
 }
 
@@ -72,6 +75,11 @@ void AbortSignal::throw_if_aborted() {
   throw Aborted("aborted: rank " + std::to_string(first_raiser_.load()) + " failed");
 }
 
+void AbortSignal::retire(MPI_Comm comm) {
+  std::lock_guard<std::mutex> lock(mu_);
+  retired_.push_back(comm);
+}
+
 void AbortSignal::settle(int raisers, bool raised_here) {
   std::lock_guard<std::mutex> lock(mu_);
   BAGUA_CHECK(raised_here == raised_, "settle: this rank raised, or not, as the agreement says");
@@ -96,6 +104,13 @@ void AbortSignal::settle(int raisers, bool raised_here) {
         MPI_Waitall(static_cast<int>(sends_.size()), sends_.data(), MPI_STATUSES_IGNORE));
   }
   sends_.clear();
+  if (raisers == 0) {
+    for (MPI_Comm& c : retired_)
+      BAGUA_MPI_CHECK(MPI_Comm_free(&c));
+  } else {
+    kept_.insert(kept_.end(), retired_.begin(), retired_.end());
+  }
+  retired_.clear();
   raised_ = false;
   aborted_ = false;
   first_raiser_ = -1;

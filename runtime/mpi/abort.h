@@ -14,6 +14,12 @@
 //   settle   at the end of a run, once every rank knows how many ranks raised (MpiWorld::run's
 //            agreement): receives exactly the notices sent to this rank, completes its own sends and
 //            arms again, so that no notice of one run reaches the next
+//   retired  the communicators of the transports built with this signal and destroyed since the last
+//            settle: an aborted run may leave messages on them that no receive will ever match (a
+//            send to a rank that stopped waiting). Open MPI delivers a message for a freed
+//            communicator to the next communicator that reuses its context id, so they are freed at
+//            the settle of a run that ended well, and kept until the signal is destroyed (the end of
+//            the job) after one that failed
 //
 // A wait inside an MPI collective (MPI_Allreduce of native_allreduce, MPI_Barrier) is not polled: a
 // rank that waits there for a failed rank is ended by the watchdog (runtime/common/watchdog.h).
@@ -52,6 +58,8 @@ class AbortSignal {
   void throw_if_aborted();
   // See the terms; `raisers` ranks raised in this run, this one among them when `raised_here`.
   void settle(int raisers, bool raised_here);
+  // Takes `comm` (a transport's, no longer used) to free it at the next settle (see retired).
+  void retire(MPI_Comm comm);
 
  private:
   void arm();
@@ -65,6 +73,8 @@ class AbortSignal {
   int notice_ = -1;             // the armed receive's buffer
   std::vector<int> sent_notice_;  // the buffer of this rank's sends (its rank)
   std::vector<MPI_Request> sends_;
+  std::vector<MPI_Comm> retired_;  // since the last settle
+  std::vector<MPI_Comm> kept_;     // retired during runs that failed: freed with the signal
   bool raised_ = false;
   std::atomic<bool> aborted_{false};
   std::atomic<int> first_raiser_{-1};

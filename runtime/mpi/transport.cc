@@ -122,18 +122,21 @@ struct MpiTransport::State {
     // (its peer receives it), unless the run is aborted or unwinding: then the peer may never receive
     // it, and the send is freed instead (see the header). Errors cannot be reported from here and are
     // ignored.
-    const bool abandoned = std::uncaught_exceptions() > 0 || (abort && abort->aborted());
+    const bool abandoned = abandoning();
     for (Detached& d : detached) {
       if (d.receive) {
-        MPI_Cancel(&d.request);
-        MPI_Wait(&d.request, MPI_STATUS_IGNORE);
+        cancel(&d.request);
       } else if (abandoned) {
         MPI_Request_free(&d.request);
       } else {
         MPI_Wait(&d.request, MPI_STATUS_IGNORE);
       }
     }
-    free_comm(comm);
+    if (abort) {
+      abort->retire(comm);  // freed at the end of the run, if it ends well (abort.h: retired)
+    } else {
+      free_comm(comm);
+    }
   }
 
   State(const State&) = delete;
@@ -213,8 +216,9 @@ struct MpiTransport::State {
   }
 
   // Waits for `request` to complete: MPI_Wait, or without a signal; with one, polls the request and
-  // the signal in turn (Aborted once the run is aborted).
-  void complete(MPI_Request* request, MPI_Status* status) const {
+  // the signal in turn (Aborted once the run is aborted; a receive is cancelled first, since its
+  // buffer goes with the caller's stack).
+  void complete(MPI_Request* request, bool receive, MPI_Status* status) const {
     if (!abort) {
       BAGUA_MPI_CHECK(MPI_Wait(request, status));
       return;
@@ -223,9 +227,21 @@ struct MpiTransport::State {
       int flag = 0;
       BAGUA_MPI_CHECK(MPI_Test(request, &flag, status));
       if (flag) return;
-      abort->throw_if_aborted();
+      if (abort->aborted()) {
+        if (receive) cancel(request);
+        abort->throw_if_aborted();
+      }
       std::this_thread::yield();
     }
+  }
+
+  // Whether a request dropped now may never complete: the run is aborted, or an exception unwinds.
+  bool abandoning() const { return std::uncaught_exceptions() > 0 || (abort && abort->aborted()); }
+
+  // Cancels a receive and waits until it is cancelled or (matched already) complete.
+  static void cancel(MPI_Request* request) {
+    MPI_Cancel(request);
+    MPI_Wait(request, MPI_STATUS_IGNORE);
   }
 
   MPI_Comm comm = MPI_COMM_NULL;
@@ -256,6 +272,10 @@ class MpiRequest final : public Request {
         scratch_(std::move(scratch)) {}
 
   ~MpiRequest() override {
+    // A receive dropped unfinished while the run is abandoned is cancelled at once: the caller's
+    // buffer it would write into is about to go.
+    if (!done_ && receive_ && request_ != MPI_REQUEST_NULL && state_->abandoning())
+      MpiTransport::State::cancel(&request_);
     if (!done_ && request_ != MPI_REQUEST_NULL) {
       state_->detach(request_, receive_, std::move(scratch_));
     } else {
@@ -279,7 +299,7 @@ class MpiRequest final : public Request {
     MPI_Status status;
     {
       const Watchdog::Watch watched = state_->watch(peer_, receive_ ? "recv" : "send", tag_);
-      state_->complete(&request_, &status);
+      state_->complete(&request_, receive_, &status);
     }
     finish(status);
   }

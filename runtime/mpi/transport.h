@@ -19,10 +19,13 @@
 // A meta send matched by a host receive delivers unspecified bytes (the sender's scratch).
 //
 // Abort (runtime/mpi/abort.h): with a signal, a wait polls its request (MPI_Test) and the signal in
-// turn, yielding between polls, and throws Aborted once the run is aborted; its request is then
-// dropped (detached). A transport or subgroup destroyed while the run is aborted, or while an
-// exception unwinds the stack, does not wait for its dropped sends (their peer may never receive
-// them): it frees them (MPI_Request_free) and cancels its dropped receives. renew() gives the
+// turn, yielding between polls, and throws Aborted once the run is aborted (a receive cancelled first:
+// its buffer goes with the caller's stack). A receive dropped unfinished while the run is aborted, or
+// while an exception unwinds the stack, is cancelled at once for the same reason. A transport or
+// subgroup destroyed then does not wait for its dropped sends (their peer may never receive them):
+// it frees them (MPI_Request_free). With a signal, a destroyed transport's communicator is retired
+// to the signal rather than freed (abort.h: a message of an aborted run must never reach a later
+// communicator). renew() gives the
 // transport a fresh communicator after such a run, so that a message of the aborted run never matches
 // a receive of the next.
 //

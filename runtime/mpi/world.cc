@@ -258,6 +258,7 @@ void MpiWorld::guard(const std::function<void()>& work) {
   }
   if (chosen < 0) {
     BAGUA_CHECK(outcome == Outcome::kOk, "rank " + std::to_string(me) + " aborted, but no rank failed");
+    abort_->settle(0, false);
     return;
   }
   int64_t length = static_cast<int64_t>(error.size());
