@@ -204,8 +204,9 @@ PointOutput run_point(const PointConfig& point, const Components& c, Backends& b
         PointFailure{PointStatus::kDiverged, run.diverged->error, run.diverged->diverged_at_iteration};
     if (kept > 0) {
       // A run that diverged early keeps fewer iterations than measured_from skips: measure the last.
-      out.metrics = compute_metrics(run.ranks, point.workload.batch_size, run.optimal_loss,
-                                    std::min<int64_t>(point.measured_from, static_cast<int64_t>(kept) - 1));
+      out.metrics =
+          compute_metrics(run.ranks, point.workload.batch_size, run.optimal_loss,
+                          std::min<int64_t>(point.measured_from, static_cast<int64_t>(kept) - 1));
       out.files.emplace_back("iterations.csv", iterations_csv(out.metrics));
     }
     out.summary = summary_json(point, out.metrics, &*out.failure);

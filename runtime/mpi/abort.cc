@@ -34,8 +34,7 @@ AbortSignal::~AbortSignal() {
 
 void AbortSignal::arm() {
   armed_arrived_ = false;
-  BAGUA_MPI_CHECK(
-      MPI_Irecv(&notice_, 1, MPI_INT, MPI_ANY_SOURCE, kNoticeTag, comm_, &armed_));
+  BAGUA_MPI_CHECK(MPI_Irecv(&notice_, 1, MPI_INT, MPI_ANY_SOURCE, kNoticeTag, comm_, &armed_));
 }
 
 void AbortSignal::raise() {
@@ -49,8 +48,7 @@ void AbortSignal::raise() {
   for (int r = 0; r < size_; ++r) {
     if (r == rank_) continue;
     MPI_Request request = MPI_REQUEST_NULL;
-    BAGUA_MPI_CHECK(
-        MPI_Isend(sent_notice_.data(), 1, MPI_INT, r, kNoticeTag, comm_, &request));
+    BAGUA_MPI_CHECK(MPI_Isend(sent_notice_.data(), 1, MPI_INT, r, kNoticeTag, comm_, &request));
     sends_.push_back(request);
   }
 }
@@ -84,9 +82,9 @@ void AbortSignal::settle(int raisers, bool raised_here) {
   std::lock_guard<std::mutex> lock(mu_);
   BAGUA_CHECK(raised_here == raised_, "settle: this rank raised, or not, as the agreement says");
   const int to_receive = raisers - (raised_here ? 1 : 0);
-  BAGUA_CHECK(to_receive >= 0 && to_receive < size_,
-              "settle: " + std::to_string(raisers) + " ranks raised, " + std::to_string(size_) +
-                  " ranks");
+  BAGUA_CHECK(
+      to_receive >= 0 && to_receive < size_,
+      "settle: " + std::to_string(raisers) + " ranks raised, " + std::to_string(size_) + " ranks");
   // Every notice of this run was sent before its sender joined the agreement, which has completed.
   int received = 0;
   if (to_receive > 0) {
@@ -100,8 +98,7 @@ void AbortSignal::settle(int raisers, bool raised_here) {
         MPI_Recv(&notice, 1, MPI_INT, MPI_ANY_SOURCE, kNoticeTag, comm_, MPI_STATUS_IGNORE));
   }
   if (!sends_.empty()) {
-    BAGUA_MPI_CHECK(
-        MPI_Waitall(static_cast<int>(sends_.size()), sends_.data(), MPI_STATUSES_IGNORE));
+    BAGUA_MPI_CHECK(MPI_Waitall(static_cast<int>(sends_.size()), sends_.data(), MPI_STATUSES_IGNORE));
   }
   sends_.clear();
   if (raisers == 0) {

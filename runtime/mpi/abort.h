@@ -69,8 +69,8 @@ class AbortSignal {
   int size_ = 1;
   std::mutex mu_;  // the armed receive and the sends
   MPI_Request armed_ = MPI_REQUEST_NULL;
-  bool armed_arrived_ = false;  // the armed receive completed: one notice received, none armed
-  int notice_ = -1;             // the armed receive's buffer
+  bool armed_arrived_ = false;    // the armed receive completed: one notice received, none armed
+  int notice_ = -1;               // the armed receive's buffer
   std::vector<int> sent_notice_;  // the buffer of this rank's sends (its rank)
   std::vector<MPI_Request> sends_;
   std::vector<MPI_Comm> retired_;  // since the last settle

@@ -65,9 +65,9 @@ bool original(Outcome o) {
 Diverged diverged_from(const std::string& message, int rank, int64_t iteration) {
   const std::string head = "diverged: ";
   const size_t at = message.find(" at iteration ");
-  const std::string which_value =
-      message.rfind(head, 0) == 0 && at != std::string::npos ? message.substr(head.size(), at - head.size())
-                                                             : "";
+  const std::string which_value = message.rfind(head, 0) == 0 && at != std::string::npos
+                                      ? message.substr(head.size(), at - head.size())
+                                      : "";
   const size_t space = which_value.rfind(' ');
   const std::string which = space == std::string::npos ? "loss" : which_value.substr(0, space);
   const std::string value = space == std::string::npos ? "nan" : which_value.substr(space + 1);
@@ -75,7 +75,8 @@ Diverged diverged_from(const std::string& message, int rank, int64_t iteration) 
                    : value == "-inf" ? -std::numeric_limits<double>::infinity()
                                      : std::numeric_limits<double>::quiet_NaN();
   Diverged d(rank, iteration, which.c_str(), x);
-  BAGUA_CHECK(message == d.what(), "a Diverged rebuilt from '" + message + "' reads '" + d.what() + "'");
+  BAGUA_CHECK(message == d.what(),
+              "a Diverged rebuilt from '" + message + "' reads '" + d.what() + "'");
   return d;
 }
 
@@ -247,9 +248,8 @@ void MpiWorld::guard(const std::function<void()>& work) {
   int chosen = -1;  // the earliest divergence (iteration, then rank), else the lowest failing rank
   auto key = [&](int r) {
     const bool diverged = static_cast<Outcome>(table[2 * static_cast<size_t>(r)]) == Outcome::kDiverged;
-    return std::pair(diverged ? table[2 * static_cast<size_t>(r) + 1]
-                              : std::numeric_limits<int64_t>::max(),
-                     r);
+    return std::pair(
+        diverged ? table[2 * static_cast<size_t>(r) + 1] : std::numeric_limits<int64_t>::max(), r);
   };
   for (int r = 0; r < ranks; ++r) {
     if (!original(static_cast<Outcome>(table[2 * static_cast<size_t>(r)]))) continue;

@@ -69,7 +69,9 @@ TEST(MpiWorldFailure, ARankThatThrowsReleasesTheRanksWaitingForItAndTheNextRunIs
     }
   });
   EXPECT_EQ(second.type, "none") << second.what;
-  if (mpi_world().rank() == 1) EXPECT_EQ(got[0], 2);
+  if (mpi_world().rank() == 1) {
+    EXPECT_EQ(got[0], 2);
+  }
 }
 
 // Two ranks diverge: the last at iteration 7, rank 0 at iteration 9 (rank 0's comes later: the
@@ -81,14 +83,14 @@ TEST(MpiWorldFailure, EveryRankThrowsTheEarliestDivergence) {
   const int last = size - 1;
   const Caught caught = run_catching([&](RankContext& ctx) {
     Transport& t = ctx.transport();
-    if (t.rank() == last) throw Diverged(last, 7, "full loss", -std::numeric_limits<double>::infinity());
+    if (t.rank() == last)
+      throw Diverged(last, 7, "full loss", -std::numeric_limits<double>::infinity());
     if (t.rank() == 0) throw Diverged(0, 9, "loss", std::nan(""));
     std::vector<float> never(4);
     t.recv(BufferView::of(std::span(never)), 0, 1);
   });
   EXPECT_EQ(caught.type, "diverged");
-  EXPECT_EQ(caught.what,
-            "diverged: full loss -inf at iteration 7 on rank " + std::to_string(last));
+  EXPECT_EQ(caught.what, "diverged: full loss -inf at iteration 7 on rank " + std::to_string(last));
   EXPECT_EQ(caught.iteration, 7);
 }
 
