@@ -183,6 +183,20 @@ RanksRun run_ranks(const PointConfig& point, const Components& c, Backends& back
     run.ranks = std::move(seen);
     run.diverged = PointFailure{PointStatus::kDiverged, d.what(), d.iteration()};
     run.report.reset();
+    if (backends.traits(point).job) {
+      // In a job every rank threw the same Diverged (runtime/mpi/world.h) and holds only its own
+      // records: rank 0 gathers them, as after a run that ended normally.
+      std::vector<TrainResult> mine = std::move(run.ranks);
+      backends.run(
+          point,
+          [&](RankContext& ctx) {
+            const int rank = ctx.transport().rank();
+            std::vector<TrainResult> all;
+            gather_results(ctx.transport(), mine[static_cast<size_t>(rank)], &all);
+            if (rank == 0) run.ranks = std::move(all);
+          },
+          nullptr);
+    }
   }
   return run;
 }
@@ -202,8 +216,10 @@ PointOutput run_point(const PointConfig& point, const Components& c, Backends& b
     out.failure =
         PointFailure{PointStatus::kDiverged, run.diverged->error, run.diverged->diverged_at_iteration};
     if (kept > 0) {
-      out.metrics = compute_metrics(run.ranks, point.workload.batch_size, run.optimal_loss,
-                                  point.measured_from);
+      // A run that diverged early keeps fewer iterations than measured_from skips: measure the last.
+      out.metrics =
+          compute_metrics(run.ranks, point.workload.batch_size, run.optimal_loss,
+                          std::min<int64_t>(point.measured_from, static_cast<int64_t>(kept) - 1));
       out.files.emplace_back("iterations.csv", iterations_csv(out.metrics));
     }
     out.summary = summary_json(point, out.metrics, &*out.failure);

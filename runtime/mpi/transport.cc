@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <climits>
+#include <exception>
 #include <mutex>
+#include <thread>
 #include <utility>
 
 #include "core/check.h"
@@ -89,8 +91,8 @@ std::vector<int> detect_hosts(MPI_Comm comm, int rank, int size) {
 }  // namespace
 
 struct MpiTransport::State {
-  State(MPI_Comm owned, std::shared_ptr<Watchdog> watching)
-      : comm(owned), watchdog(std::move(watching)) {
+  State(MPI_Comm owned, std::shared_ptr<Watchdog> watching, std::shared_ptr<AbortSignal> aborting)
+      : comm(owned), watchdog(std::move(watching)), abort(std::move(aborting)) {
     BAGUA_MPI_CHECK(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN));
     BAGUA_MPI_CHECK(MPI_Comm_rank(comm, &rank));
     BAGUA_MPI_CHECK(MPI_Comm_size(comm, &size));
@@ -117,12 +119,24 @@ struct MpiTransport::State {
     MPI_Finalized(&finalized);
     if (finalized) return;
     // Complete what was dropped unfinished: a receive nobody waits for is cancelled, a send completes
-    // (its peer receives it). Errors cannot be reported from here and are ignored.
+    // (its peer receives it), unless the run is aborted or unwinding: then the peer may never receive
+    // it, and the send is freed instead (see the header). Errors cannot be reported from here and are
+    // ignored.
+    const bool abandoned = abandoning();
     for (Detached& d : detached) {
-      if (d.receive) MPI_Cancel(&d.request);
-      MPI_Wait(&d.request, MPI_STATUS_IGNORE);
+      if (d.receive) {
+        cancel(&d.request);
+      } else if (abandoned) {
+        MPI_Request_free(&d.request);
+      } else {
+        MPI_Wait(&d.request, MPI_STATUS_IGNORE);
+      }
     }
-    free_comm(comm);
+    if (abort) {
+      abort->retire(comm);  // freed at the end of the run, if it ends well (abort.h: retired)
+    } else {
+      free_comm(comm);
+    }
   }
 
   State(const State&) = delete;
@@ -201,8 +215,38 @@ struct MpiTransport::State {
          .has_tag = has_tag});
   }
 
+  // Waits for `request` to complete: MPI_Wait, or without a signal; with one, polls the request and
+  // the signal in turn (Aborted once the run is aborted; a receive is cancelled first, since its
+  // buffer goes with the caller's stack).
+  void complete(MPI_Request* request, bool receive, MPI_Status* status) const {
+    if (!abort) {
+      BAGUA_MPI_CHECK(MPI_Wait(request, status));
+      return;
+    }
+    for (;;) {
+      int flag = 0;
+      BAGUA_MPI_CHECK(MPI_Test(request, &flag, status));
+      if (flag) return;
+      if (abort->aborted()) {
+        if (receive) cancel(request);
+        abort->throw_if_aborted();
+      }
+      std::this_thread::yield();
+    }
+  }
+
+  // Whether a request dropped now may never complete: the run is aborted, or an exception unwinds.
+  bool abandoning() const { return std::uncaught_exceptions() > 0 || (abort && abort->aborted()); }
+
+  // Cancels a receive and waits until it is cancelled or (matched already) complete.
+  static void cancel(MPI_Request* request) {
+    MPI_Cancel(request);
+    MPI_Wait(request, MPI_STATUS_IGNORE);
+  }
+
   MPI_Comm comm = MPI_COMM_NULL;
   std::shared_ptr<Watchdog> watchdog;
+  std::shared_ptr<AbortSignal> abort;
   int rank = 0;
   int size = 0;
   std::vector<int> world_ranks;  // world_ranks[r] = rank r's number in MPI_COMM_WORLD
@@ -228,6 +272,10 @@ class MpiRequest final : public Request {
         scratch_(std::move(scratch)) {}
 
   ~MpiRequest() override {
+    // A receive dropped unfinished while the run is abandoned is cancelled at once: the caller's
+    // buffer it would write into is about to go.
+    if (!done_ && receive_ && request_ != MPI_REQUEST_NULL && state_->abandoning())
+      MpiTransport::State::cancel(&request_);
     if (!done_ && request_ != MPI_REQUEST_NULL) {
       state_->detach(request_, receive_, std::move(scratch_));
     } else {
@@ -251,7 +299,7 @@ class MpiRequest final : public Request {
     MPI_Status status;
     {
       const Watchdog::Watch watched = state_->watch(peer_, receive_ ? "recv" : "send", tag_);
-      BAGUA_MPI_CHECK(MPI_Wait(&request_, &status));
+      state_->complete(&request_, receive_, &status);
     }
     finish(status);
   }
@@ -292,14 +340,15 @@ int wire_count(const BufferView& data, int rank, const char* what) {
 
 }  // namespace
 
-MpiTransport::MpiTransport(MPI_Comm comm, int ranks_per_host, std::shared_ptr<Watchdog> watchdog) {
+MpiTransport::MpiTransport(MPI_Comm comm, int ranks_per_host, std::shared_ptr<Watchdog> watchdog,
+                           std::shared_ptr<AbortSignal> abort) {
   if (ranks_per_host < 0)
     throw ConfigError("mpi transport: ranks_per_host must be >= 0 (0 = detect), got " +
                       std::to_string(ranks_per_host));
   MPI_Comm own = MPI_COMM_NULL;
   BAGUA_MPI_CHECK(MPI_Comm_dup(comm, &own));
   try {
-    state_ = std::make_shared<State>(own, std::move(watchdog));
+    state_ = std::make_shared<State>(own, std::move(watchdog), std::move(abort));
   } catch (...) {
     free_comm(own);
     throw;
@@ -320,6 +369,19 @@ MpiTransport::MpiTransport(std::shared_ptr<State> state, std::vector<int> hosts)
 }
 
 MpiTransport::~MpiTransport() = default;
+
+void MpiTransport::renew() {
+  MPI_Comm own = MPI_COMM_NULL;
+  BAGUA_MPI_CHECK(MPI_Comm_dup(state_->comm, &own));
+  std::shared_ptr<State> fresh;
+  try {
+    fresh = std::make_shared<State>(own, state_->watchdog, state_->abort);
+  } catch (...) {
+    free_comm(own);
+    throw;
+  }
+  state_ = std::move(fresh);
+}
 
 MPI_Comm MpiTransport::comm() const {
   return state_->comm;
@@ -414,7 +476,7 @@ std::unique_ptr<Transport> MpiTransport::subgroup(std::span<const int> ranks) {
       MPI_Comm_create_group(state_->comm, group.group, subgroup_tag(ranks, state_->tag_ub), &comm));
   std::shared_ptr<State> state;
   try {
-    state = std::make_shared<State>(comm, state_->watchdog);
+    state = std::make_shared<State>(comm, state_->watchdog, state_->abort);
   } catch (...) {
     free_comm(comm);
     throw;

@@ -18,6 +18,17 @@
 // message is caught when the receive completes (BAGUA_CHECK), a longer one is MPI's truncation error.
 // A meta send matched by a host receive delivers unspecified bytes (the sender's scratch).
 //
+// Abort (runtime/mpi/abort.h): with a signal, a wait polls its request (MPI_Test) and the signal in
+// turn, yielding between polls, and throws Aborted once the run is aborted (a receive cancelled first:
+// its buffer goes with the caller's stack). A receive dropped unfinished while the run is aborted, or
+// while an exception unwinds the stack, is cancelled at once for the same reason. A transport or
+// subgroup destroyed then does not wait for its dropped sends (their peer may never receive them):
+// it frees them (MPI_Request_free). With a signal, a destroyed transport's communicator is retired
+// to the signal rather than freed (abort.h: a message of an aborted run must never reach a later
+// communicator). renew() gives the
+// transport a fresh communicator after such a run, so that a message of the aborted run never matches
+// a receive of the next.
+//
 // Threads: the library must provide MPI_THREAD_MULTIPLE (MpiWorld checks), so that the compute and the
 // communication stream of one rank may post and wait concurrently. native_allreduce is an MPI
 // collective: every rank must call it in the same order, one stream at a time.
@@ -33,6 +44,7 @@
 
 #include "core/transport.h"
 #include "runtime/common/watchdog.h"
+#include "runtime/mpi/abort.h"
 
 namespace bagua::runtime::mpi {
 
@@ -63,9 +75,11 @@ class MpiTransport final : public Transport {
   // r / ranks_per_host when ranks_per_host > 0 (one machine emulating several hosts), otherwise the
   // shared-memory node MPI places it on (MPI_Comm_split_type with MPI_COMM_TYPE_SHARED), hosts being
   // numbered in the order of their lowest rank. Waits (a request's wait, native_allreduce) are watched
-  // by `watchdog` when it is given, in this transport and its subgroups.
+  // by `watchdog` when it is given, and a request's wait stops when `abort` is raised (see above), in
+  // this transport and its subgroups.
   explicit MpiTransport(MPI_Comm comm, int ranks_per_host = 0,
-                        std::shared_ptr<Watchdog> watchdog = nullptr);
+                        std::shared_ptr<Watchdog> watchdog = nullptr,
+                        std::shared_ptr<AbortSignal> abort = nullptr);
   ~MpiTransport() override;
   MpiTransport(const MpiTransport&) = delete;
   MpiTransport& operator=(const MpiTransport&) = delete;
@@ -82,6 +96,9 @@ class MpiTransport final : public Transport {
   // size. Returns false for other dtypes.
   bool native_allreduce(const BufferView& data, ReduceOp op) override;
 
+  // Collective over this transport's ranks: replaces its communicator with a fresh duplicate (the old
+  // one is dropped as by an aborted run, see above). Subgroups made before keep their own.
+  void renew();
   // The transport's own communicator (for tests and diagnostics; do not send on it).
   MPI_Comm comm() const;
   // The largest tag MPI accepts on this communicator (MPI_TAG_UB).

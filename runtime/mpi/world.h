@@ -19,6 +19,7 @@
 #include "core/units.h"
 #include "core/world.h"
 #include "runtime/common/watchdog.h"
+#include "runtime/mpi/abort.h"
 
 namespace bagua::runtime::mpi {
 
@@ -32,7 +33,8 @@ class MpiWorld final : public World {
   //
   // Watchdog (runtime/common/watchdog.h): a wait of this rank's transport (and its subgroups') or the
   // barrier at start that lasts longer than `watchdog` prints the watchdog's line on stderr and ends
-  // the job (MPI_Abort, so that mpirun ends every other rank too; exit status 1).
+  // the job (MPI_Abort, so that mpirun ends every other rank too; exit status 1); of all the ranks of
+  // one host whose waits expire, one prints its line (ExpiryReport).
   MpiWorld(int* argc, char*** argv, int ranks_per_host = 0, Time watchdog = Watchdog::kDefaultLimit);
   ~MpiWorld();  // frees the context's communicators, then finalizes MPI
   MpiWorld(const MpiWorld&) = delete;
@@ -46,12 +48,20 @@ class MpiWorld final : public World {
   int size() const override;
   bool is_job() const override { return true; }
 
-  // Runs `body` on this process's rank. If it throws, prints the error once, prefixed with the rank,
-  // and aborts the whole job (MPI_Abort): the other ranks would otherwise wait forever. Except when
-  // the body throws a ConfigError on every rank (the same config refused everywhere, e.g. an
-  // algorithm refusing the world size): then run() throws that ConfigError on every rank, so that the
-  // job ends as any config error does. A rank whose ConfigError the other ranks do not all share
-  // within 10 seconds aborts the job.
+  // Runs `body` on this process's rank; every rank of the job returns, or throws the same failure.
+  // A rank whose body throws raises the abort (runtime/mpi/abort.h): the waits of its transport on the
+  // other ranks stop with Aborted. Then every rank joins the agreement (a non-blocking allreduce of
+  // every rank's outcome on a communicator of its own, watched by the watchdog): if a rank failed
+  // (not merely Aborted), the chosen failure is broadcast from its rank and thrown on every rank, and
+  // the transport is renewed. The chosen failure is the earliest divergence (core/trainer: Diverged,
+  // by iteration, then rank), else the lowest failing rank's; it is thrown as a ConfigError for a
+  // ConfigError, as that rank's Diverged, else as std::runtime_error("rank R: what").
+  //
+  // What a run survives this way: any failure where the other ranks are in a transport's wait, in
+  // computation, or already done (a config error when the run sets up, a divergence, an exception in
+  // one or several ranks). What it does not: a rank that fails while another waits for it inside an
+  // MPI collective (native_allreduce's MPI_Allreduce, the barrier at start), or a rank that never
+  // returns (stopped, killed, in an endless loop): there the watchdog ends the job.
   void run(const std::function<void(RankContext&)>& body) override;
   // run()'s error handling around any work of this rank (NcclWorld runs its own context through it).
   void guard(const std::function<void()>& work);
@@ -67,6 +77,7 @@ class MpiWorld final : public World {
   class Context;
   std::unique_ptr<Session> session_;
   std::shared_ptr<Watchdog> watchdog_;
+  std::shared_ptr<AbortSignal> abort_;
   std::unique_ptr<Context> context_;
 };
 

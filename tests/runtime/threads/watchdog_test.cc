@@ -4,11 +4,15 @@
 #include "runtime/common/watchdog.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -173,6 +177,46 @@ TEST(ThreadsWatchdog, PeersAreNamedInWorldRanksFromASubgroup) {
   }
   EXPECT_EQ(error.rfind("watchdog: rank 0 waited ", 0), 0u) << error;
   EXPECT_NE(error.find(" for rank 2 (limit 200.000 ms): recv, tag 9"), std::string::npos) << error;
+}
+
+// One line per job (ExpiryReport): rank 3 stopped; rank 0 waits for it, rank 1 for rank 0, rank 2 for
+// rank 1 (the wait-for chain of a ring). Ranks 0 and 2 recorded their waits; rank 1 settles (window
+// 1 ms) and prints rank 0's line, the one waiting for rank 3, which has no record; rank 2 settling after
+// it prints nothing (the claim is taken).
+TEST(ExpiryReport, OneRankPrintsTheLineOfTheRankWaitingForTheCulprit) {
+  const std::filesystem::path folder =
+      std::filesystem::temp_directory_path() / ("bagua_expiry_report_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(folder);
+  std::filesystem::create_directories(folder);
+  auto record = [&](int rank, int peer, const std::string& line) {
+    std::ofstream(folder / ("bagua-watchdog-42." + std::to_string(rank)))
+        << std::to_string(peer) + "\n" + line + "\n";
+  };
+  record(0, 3, "watchdog: rank 0 waited 3 s for rank 3");
+  record(2, 1, "watchdog: rank 2 waited 3 s for rank 1");
+  const runtime::ExpiryReport report(folder, "42", Time::ms(1));
+  EXPECT_EQ(report.settle(1, 0, "watchdog: rank 1 waited 3 s for rank 0"),
+            std::optional<std::string>("watchdog: rank 0 waited 3 s for rank 3"));
+  EXPECT_EQ(report.settle(2, 1, "watchdog: rank 2 waited 3 s for rank 1"), std::nullopt);
+  // Another job's files are its own: job 43 settles alone and prints its own line.
+  EXPECT_EQ(runtime::ExpiryReport(folder, "43", Time::ms(1)).settle(1, 0, "job 43"),
+            std::optional<std::string>("job 43"));
+  std::filesystem::remove_all(folder);
+}
+
+// Every recorded peer waits itself (a cycle: 0 for 1, 1 for 0), or waits for a whole group: the
+// lowest rank's line. Without a writable folder: the rank's own line.
+TEST(ExpiryReport, WithoutARankWaitingForACulpritTheLowestRanksLine) {
+  const std::filesystem::path folder =
+      std::filesystem::temp_directory_path() / ("bagua_expiry_cycle_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(folder);
+  std::filesystem::create_directories(folder);
+  std::ofstream(folder / "bagua-watchdog-7.0") << "1\nrank 0 for 1\n";
+  EXPECT_EQ(runtime::ExpiryReport(folder, "7", Time::ms(1)).settle(1, 0, "rank 1 for 0"),
+            std::optional<std::string>("rank 0 for 1"));
+  std::filesystem::remove_all(folder);
+  EXPECT_EQ(runtime::ExpiryReport(folder / "missing", "7", Time::ms(1)).settle(1, 0, "mine"),
+            std::optional<std::string>("mine"));
 }
 
 }  // namespace
