@@ -222,11 +222,6 @@ namespace {
 
 class MpiRequest final : public Request {
  public:
-  // MPI_Tests before a wait is handed to the watchdog and MPI_Wait: about the span of one small
-  // message between two ranks on shared memory (one progress pass of Open MPI's vader BTL takes
-  // tens of ns; a 1 KiB message lands in about 0.5 us, bench_mpi_allreduce's 1 KiB rows).
-  static constexpr int kPollsBeforeWatch = 16;
-
   // `receive_bytes` is the size the receive named (unused for sends).
   MpiRequest(std::shared_ptr<MpiTransport::State> state, MPI_Request request, bool receive,
              int receive_bytes, int peer, Tag tag, std::vector<uint8_t> scratch)
@@ -260,12 +255,14 @@ class MpiRequest final : public Request {
   void wait() override {
     if (done_) return;
     MPI_Status status;
-    // A small message has often completed by the time its wait starts (an eager send, a receive
-    // whose message came while the rank posted its send): a few MPI_Tests first, each one pass of
-    // MPI's progress engine as MPI_Wait makes, spare such waits the watchdog's bookkeeping (a lock
-    // and a map entry on entry and exit), which on shared memory costs as much as the message. A wait
-    // that lasts longer is watched from then on, microseconds late against a limit of minutes.
-    for (int poll = 0; poll < kPollsBeforeWatch; ++poll) {
+    // A small message has often completed by the time its wait starts (an eager send is done when
+    // MPI_Isend returns): one MPI_Test, which returns at once for a completed request, spares such
+    // waits the watchdog's bookkeeping (a lock and a map entry on entry and exit, a good part of a
+    // small message's time on shared memory). Only one: every further test is a progress pass that
+    // may yield the processor (mpi_yield_when_idle, set when oversubscribed) before the wait is
+    // watched, and the watchdog must see each wait from about its start (the oldest wait of a
+    // stalled job names the stalled rank).
+    {
       int flag = 0;
       BAGUA_MPI_CHECK(MPI_Test(&request_, &flag, &status));
       if (flag) {
