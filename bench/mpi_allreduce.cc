@@ -1,6 +1,7 @@
-// Our allreduces over the MPI transport (collectives::allreduce: ring, tree, halving-doubling, and
-// mpi_tuned, which picks among them by size) against Open MPI's own MPI_Allreduce (kNative), f32 sum,
-// message sizes from 1 KiB to 64 MiB in powers of 4.
+// Our allreduces over the MPI transport (collectives::allreduce: ring, tree, halving-doubling,
+// recursive doubling, and mpi_tuned, which picks among them by size) against Open MPI's own
+// MPI_Allreduce (kNative), f32 sum, message sizes from 1 KiB to 64 MiB in powers of 4. (The
+// recursive-doubling column comes last so that the columns before it keep their places.)
 //
 //   mpirun -np 4 build/<dir>/bench/bench_mpi_allreduce [--min-bytes 1024] [--max-bytes 67108864]
 //                                                      [--factor 4] [--warmup 3] [--repeats 20]
@@ -13,9 +14,11 @@
 // A collective must be run the same number of times on every rank, which Google Benchmark's adaptive
 // iteration counts do not guarantee (each process picks its own); hence this program's own loop. One
 // sample: all ranks leave a barrier, run one allreduce, and the sample is the slowest rank's time (the
-// collective is done when its last rank is). Per size and method: `warmup` unrecorded runs, then the
-// median of `repeats` samples. The buffer is refilled before every run, outside the timed region. Rank
-// 0 prints the table; every rank checks once per size that both methods agree.
+// collective is done when its last rank is). Per size: `warmup` unrecorded rounds, then `repeats`
+// recorded ones, a round timing every method once in turn, so that a change in the machine's load
+// reaches every method alike; per method the median of its samples. The buffer is refilled before
+// every run, outside the timed region. Rank 0 prints the table; every rank checks once per size that
+// ring and MPI_Allreduce agree.
 #if __has_include(<mpi.h>)
 
 #include <mpi.h>
@@ -26,6 +29,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -42,11 +46,22 @@ using bagua::DType;
 using bagua::ReduceOp;
 using bagua::bench::AllreduceOptions;
 using bagua::bench::median;
-using bagua::bench::median_seconds;
 using bagua::bench::parse_options;
 using bagua::bench::size_name;
 using bagua::collectives::AllreduceAlgo;
 using bagua::runtime::mpi::MpiTransport;
+
+// One sample: every rank leaves a barrier and runs one allreduce of `data` (refilled first, outside
+// the timed region); the slowest rank's time, in seconds.
+double slowest_rank_seconds(MpiTransport& transport, const Buffer& data, AllreduceAlgo algo) {
+  bagua::fill(data, 1.0);
+  BAGUA_MPI_CHECK(MPI_Barrier(transport.comm()));
+  const auto begin = std::chrono::steady_clock::now();
+  bagua::collectives::allreduce(transport, data, ReduceOp::kSum, /*tag=*/1, algo);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  BAGUA_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, transport.comm()));
+  return seconds;
+}
 
 // The median round trip of `data` from rank 0 to rank 1 and one byte back, in seconds.
 double median_round_trip(MpiTransport& transport, const Buffer& data, const AllreduceOptions& o) {
@@ -97,24 +112,34 @@ int run(int argc, char** argv) {
   }
   if (world.rank() == 0) {
     std::printf(
-        "allreduce, f32 sum, %d ranks; median of %d runs after %d warmup runs; time of the slowest "
-        "rank\n",
+        "allreduce, f32 sum, %d ranks; median of %d runs after %d warmup runs, the methods "
+        "interleaved (one run of each in turn); time of the slowest rank\n",
         p, o.repeats, o.warmup);
-    std::printf("| %8s | %14s | %10s | %10s | %15s | %18s | %10s | %15s |\n", "size", "ring (ms)",
-                "tree (ms)", "h-d (ms)", "mpi_tuned (ms)", "MPI_Allreduce (ms)", "ring / MPI",
-                "mpi_tuned / MPI");
+    std::printf("| %8s | %14s | %10s | %10s | %15s | %18s | %10s | %15s | %10s |\n", "size",
+                "ring (ms)", "tree (ms)", "h-d (ms)", "mpi_tuned (ms)", "MPI_Allreduce (ms)",
+                "ring / MPI", "mpi_tuned / MPI", "r-d (ms)");
     std::printf(
         "|---------:|---------------:|-----------:|-----------:|----------------:|-------------------:|"
-        "-----------:|----------------:|\n");
+        "-----------:|----------------:|-----------:|\n");
   }
+  // The columns' methods, timed in this order within every run.
+  constexpr AllreduceAlgo kMethods[] = {
+      AllreduceAlgo::kRing,     AllreduceAlgo::kTree,   AllreduceAlgo::kHalvingDoubling,
+      AllreduceAlgo::kMpiTuned, AllreduceAlgo::kNative, AllreduceAlgo::kRecursiveDoubling};
+  constexpr size_t kMethodCount = std::size(kMethods);
   for (int64_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= o.factor) {
     const Buffer data = Buffer::host(DType::kF32, static_cast<size_t>(bytes / 4));
-    const double ring = median_seconds(transport, data, AllreduceAlgo::kRing, o, transport.comm());
-    const double tree = median_seconds(transport, data, AllreduceAlgo::kTree, o, transport.comm());
-    const double hd =
-        median_seconds(transport, data, AllreduceAlgo::kHalvingDoubling, o, transport.comm());
-    const double tuned = median_seconds(transport, data, AllreduceAlgo::kMpiTuned, o, transport.comm());
-    const double native = median_seconds(transport, data, AllreduceAlgo::kNative, o, transport.comm());
+    std::vector<std::vector<double>> samples(kMethodCount);
+    for (int run = 0; run < o.warmup + o.repeats; ++run)
+      for (size_t m = 0; m < kMethodCount; ++m) {
+        const double seconds = slowest_rank_seconds(transport, data, kMethods[m]);
+        if (run >= o.warmup) samples[m].push_back(seconds);
+      }
+    double medians[kMethodCount];
+    for (size_t m = 0; m < kMethodCount; ++m)
+      medians[m] = median(samples[m]);
+    const double ring = medians[0], tree = medians[1], hd = medians[2], tuned = medians[3],
+                 native = medians[4], rd = medians[5];
 
     // Both methods must give P at every element (every rank holds 1).
     const Buffer check_ring = Buffer::host(DType::kF32, data.count());
@@ -136,9 +161,9 @@ int run(int argc, char** argv) {
     BAGUA_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &agree, 1, MPI_INT, MPI_MIN, transport.comm()));
     if (!agree) return 1;  // on every rank at once
     if (world.rank() == 0) {
-      std::printf("| %8s | %14.4f | %10.4f | %10.4f | %15.4f | %18.4f | %10.2f | %15.2f |\n",
+      std::printf("| %8s | %14.5f | %10.5f | %10.5f | %15.5f | %18.5f | %10.2f | %15.2f | %10.5f |\n",
                   size_name(bytes).c_str(), ring * 1e3, tree * 1e3, hd * 1e3, tuned * 1e3, native * 1e3,
-                  ring / native, tuned / native);
+                  ring / native, tuned / native, rd * 1e3);
       std::fflush(stdout);
     }
   }

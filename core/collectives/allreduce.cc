@@ -13,9 +13,13 @@ namespace bagua::collectives {
 
 namespace {
 
-constexpr AllreduceAlgo kAllreduceAlgos[] = {
-    AllreduceAlgo::kRing,   AllreduceAlgo::kTree, AllreduceAlgo::kHalvingDoubling,
-    AllreduceAlgo::kNative, AllreduceAlgo::kNccl, AllreduceAlgo::kMpiTuned};
+constexpr AllreduceAlgo kAllreduceAlgos[] = {AllreduceAlgo::kRing,
+                                             AllreduceAlgo::kTree,
+                                             AllreduceAlgo::kHalvingDoubling,
+                                             AllreduceAlgo::kRecursiveDoubling,
+                                             AllreduceAlgo::kNative,
+                                             AllreduceAlgo::kNccl,
+                                             AllreduceAlgo::kMpiTuned};
 constexpr BroadcastAlgo kBroadcastAlgos[] = {BroadcastAlgo::kBinomial, BroadcastAlgo::kChain};
 constexpr ReduceAlgo kReduceAlgos[] = {ReduceAlgo::kBinomial, ReduceAlgo::kChain};
 constexpr IntraHostAlgo kIntraHostAlgos[] = {IntraHostAlgo::kAuto, IntraHostAlgo::kBinomial,
@@ -49,6 +53,8 @@ std::string to_string(AllreduceAlgo algo) {
       return "tree";
     case AllreduceAlgo::kHalvingDoubling:
       return "halving_doubling";
+    case AllreduceAlgo::kRecursiveDoubling:
+      return "recursive_doubling";
     case AllreduceAlgo::kNative:
       return "native";
     case AllreduceAlgo::kNccl:
@@ -127,6 +133,9 @@ void allreduce(Transport& transport, const BufferView& data, ReduceOp op, Tag ta
     case AllreduceAlgo::kHalvingDoubling:
       halving_doubling_allreduce(transport, data, op, tag);
       return;
+    case AllreduceAlgo::kRecursiveDoubling:
+      recursive_doubling_allreduce(transport, data, op, tag);
+      return;
     case AllreduceAlgo::kNative: {
       const OperationScope scope("native allreduce");
       if (!transport.native_allreduce(data, op)) ring_allreduce(transport, data, op, tag);
@@ -152,10 +161,47 @@ namespace {
 constexpr double kMpiMessageSeconds = 1.0e-6;
 constexpr double kMpiSecondsPerByte = 1.0 / 9.0e9;
 
+// Whether Open MPI 4.1's tuned component runs its recursive doubling for an allreduce of `bytes` on
+// `ranks` ranks with a commutative operation (sum, min and max are): the switch points of
+// ompi_coll_tuned_allreduce_intra_dec_fixed in ompi/mca/coll/tuned/coll_tuned_decision_fixed.c
+// (v4.1.4, Debian's openmpi 4.1.4; alg 3 = recursive_doubling), on total_dsize = the buffer's bytes.
+// That function picks, for a commutative operation,
+//   ranks < 4:         ring below 8 B, recursive doubling below 4 KiB, ring below 8 KiB, recursive
+//                      doubling below 16 KiB, ring below 64 KiB, segmented ring below 256 KiB (run as
+//                      the plain ring: its segment size is 0), Rabenseifner's halving-doubling above;
+//   ranks < 8:         ring below 16 B, recursive doubling below 8 KiB, Rabenseifner above;
+//   ranks < 16:        recursive doubling below 8 KiB, Rabenseifner above;
+//   ranks < 32:        segmented ring below 64 B, recursive doubling below 4 KiB, Rabenseifner above;
+//   ranks < 64:        segmented ring below 128 B, Rabenseifner above;
+//   ranks < 128:       recursive doubling below 256 KiB, Rabenseifner above;
+//   ranks < 256:       nonoverlapping (reduce + broadcast) below 128 KiB, recursive doubling below
+//                      256 KiB, Rabenseifner above;
+//   ranks < 512:       nonoverlapping below 4 KiB, Rabenseifner above;
+//   ranks < 2048:      nonoverlapping below 2 KiB, recursive doubling below 16 KiB, Rabenseifner above;
+//   ranks < 4096:      nonoverlapping below 2 KiB, segmented ring below 4 KiB, recursive doubling below
+//                      16 KiB, Rabenseifner above;
+//   otherwise:         nonoverlapping below 2 KiB, segmented ring below 16 KiB, recursive doubling
+//                      below 32 KiB, Rabenseifner above.
+bool open_mpi_runs_recursive_doubling(int ranks, int64_t bytes) {
+  if (ranks < 4) return (bytes >= 8 && bytes < 4096) || (bytes >= 8192 && bytes < 16384);
+  if (ranks < 8) return bytes >= 16 && bytes < 8192;
+  if (ranks < 16) return bytes < 8192;
+  if (ranks < 32) return bytes >= 64 && bytes < 4096;
+  if (ranks < 64) return false;
+  if (ranks < 128) return bytes < 262144;
+  if (ranks < 256) return bytes >= 131072 && bytes < 262144;
+  if (ranks < 512) return false;
+  if (ranks < 2048) return bytes >= 2048 && bytes < 16384;
+  if (ranks < 4096) return bytes >= 4096 && bytes < 16384;
+  return bytes >= 16384 && bytes < 32768;
+}
+
 }  // namespace
 
 AllreduceAlgo mpi_tuned_choice(int ranks, size_t bytes) {
   if (ranks <= 1 || bytes == 0) return AllreduceAlgo::kRing;
+  if (open_mpi_runs_recursive_doubling(ranks, static_cast<int64_t>(bytes)))
+    return AllreduceAlgo::kRecursiveDoubling;
   // The catalogue's formulas need S divisible by P and by P' (halving-doubling's core): cost the
   // next multiple of P P' (at most P P' bytes more, which only matters for the tiniest buffers).
   int core = 1;

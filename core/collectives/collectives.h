@@ -30,6 +30,8 @@
 //                                               + k ceil(lg P)
 //   allreduce, halving-doubling, P = P'       2 lg P                       2(P-1) S/P
 //   allreduce, halving-doubling, P > P'       2 lg P' + 2                  2(P'-1) S/P' + S
+//   allreduce, recursive doubling, P = P'     lg P                         lg P S
+//   allreduce, recursive doubling, P > P'     lg P' + 2                    (lg P' + 1) S
 //   reduce, binomial, k segments              floor(lg P) + k-1            S
 //   reduce, chain, k segments                 P + k-2                      S
 //   broadcast, binomial, k segments           k ceil(lg P)                 ceil(lg P) S  (the root)
@@ -112,22 +114,32 @@ inline int mod(int a, int n) {
 
 // ---- Algorithms ----------------------------------------------------------------------------------
 
-// kRing, kTree and kHalvingDoubling are bulk-synchronous: every step's messages complete before the
-// next step's are sent. kNccl is what NCCL runs (core/collectives/nccl.h): its tuning model picks, per
-// call, the pipelined ring or the double binary tree and the channel count. kMpiTuned picks, per call,
-// the one of kRing, kTree and kHalvingDoubling of least predicted time on the MPI transport
-// (mpi_tuned_choice): an explicit choice, so that no other algorithm's results change.
-enum class AllreduceAlgo : uint8_t { kRing, kTree, kHalvingDoubling, kNative, kNccl, kMpiTuned };
-// "ring", "tree", "halving_doubling", "native", "nccl", "mpi_tuned"
+// kRing, kTree, kHalvingDoubling and kRecursiveDoubling are bulk-synchronous: every step's messages
+// complete before the next step's are sent. kNccl is what NCCL runs (core/collectives/nccl.h): its
+// tuning model picks, per call, the pipelined ring or the double binary tree and the channel count.
+// kMpiTuned picks, per call, one of kRing, kTree, kHalvingDoubling and kRecursiveDoubling by size and
+// rank count (mpi_tuned_choice): an explicit choice, so that no other algorithm's results change.
+enum class AllreduceAlgo : uint8_t {
+  kRing,
+  kTree,
+  kHalvingDoubling,
+  kRecursiveDoubling,
+  kNative,
+  kNccl,
+  kMpiTuned
+};
+// "ring", "tree", "halving_doubling", "recursive_doubling", "native", "nccl", "mpi_tuned"
 std::string to_string(AllreduceAlgo algo);
 // The inverse of to_string; throws ConfigError naming the valid choices.
 AllreduceAlgo parse_allreduce_algo(std::string_view name);
 std::vector<std::string> allreduce_algo_names();
 
-// kMpiTuned's choice for `bytes` on `ranks` ranks: the least of steps x alpha + bytes sent x beta over
-// ring, tree and halving-doubling (their catalogue entries, core/collectives/cost.h), alpha and beta
-// being our MPI transport's cost per message and per byte on shared memory (allreduce.cc cites the
-// measurement); ring on a tie.
+// kMpiTuned's choice for `bytes` on `ranks` ranks. Recursive doubling where Open MPI 4.1's tuned
+// component runs its recursive doubling for a commutative operation (allreduce.cc cites and copies
+// those switch points); elsewhere the least of steps x alpha + bytes sent x beta over ring, tree and
+// halving-doubling (their catalogue entries, core/collectives/cost.h), alpha and beta being our MPI
+// transport's cost per message and per byte on shared memory (allreduce.cc cites the measurement);
+// ring on a tie.
 AllreduceAlgo mpi_tuned_choice(int ranks, size_t bytes);
 
 enum class BroadcastAlgo : uint8_t { kBinomial, kChain };
@@ -155,6 +167,9 @@ void ring_allreduce(Transport& transport, const BufferView& data, ReduceOp op, T
 void tree_allreduce(Transport& transport, const BufferView& data, ReduceOp op, Tag tag,
                     size_t segment_elements = 0);
 void halving_doubling_allreduce(Transport& transport, const BufferView& data, ReduceOp op, Tag tag);
+// log2 P rounds, each swapping the whole buffer with one peer, the extra ranks of a P that is no power
+// of two folded in first and out last; every rank ends with the same bits.
+void recursive_doubling_allreduce(Transport& transport, const BufferView& data, ReduceOp op, Tag tag);
 
 // Ring. Afterwards chunk r of rank r's data holds the reduction over all ranks of chunk r; the other
 // chunks are left holding partial reductions (scratch).

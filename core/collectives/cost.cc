@@ -131,6 +131,17 @@ WireCost halving_doubling_allreduce_cost(int ranks, Bytes size) {
   return {core_cost.steps + 2, core_cost.sent + size};
 }
 
+WireCost recursive_doubling_allreduce_cost(int ranks, Bytes size) {
+  check_shape(ranks, size, "recursive_doubling_allreduce_cost");
+  if (nothing_moves(ranks, size)) return {};
+  const int rounds = floor_log2(ranks);
+  // Every round sends the whole buffer, one message per rank.
+  if ((1 << rounds) == ranks) return {rounds, size * rounds};
+  // The fold and the unfold add a step each: a folded rank's send is step 1, so its partner's first
+  // round is step 2 and the unfold step lg P' + 2; the partner sends every round and the result back.
+  return {rounds + 2, size * (rounds + 1)};
+}
+
 WireCost allreduce_cost(AllreduceAlgo algo, int ranks, Bytes size) {
   switch (algo) {
     case AllreduceAlgo::kRing:
@@ -140,6 +151,8 @@ WireCost allreduce_cost(AllreduceAlgo algo, int ranks, Bytes size) {
       return tree_allreduce_cost(ranks, size);
     case AllreduceAlgo::kHalvingDoubling:
       return halving_doubling_allreduce_cost(ranks, size);
+    case AllreduceAlgo::kRecursiveDoubling:
+      return recursive_doubling_allreduce_cost(ranks, size);
     case AllreduceAlgo::kMpiTuned:
       return allreduce_cost(mpi_tuned_choice(ranks, static_cast<size_t>(size.count())), ranks, size);
     case AllreduceAlgo::kNccl:

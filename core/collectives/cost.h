@@ -31,6 +31,8 @@ WireCost ring_allreduce_cost(int ranks, Bytes size);
 // `segments` = k, the number of segments the buffer is moved in.
 WireCost tree_allreduce_cost(int ranks, Bytes size, int segments = 1);
 WireCost halving_doubling_allreduce_cost(int ranks, Bytes size);
+// Any S (the whole buffer moves every round).
+WireCost recursive_doubling_allreduce_cost(int ranks, Bytes size);
 // kNative is costed as the ring it falls back to. kNccl's cost depends on the topology and the size
 // (nccl_choose): ConfigError here; cost the pipelined ring or the double binary tree below.
 WireCost allreduce_cost(AllreduceAlgo algo, int ranks, Bytes size);

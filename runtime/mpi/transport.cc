@@ -1,6 +1,7 @@
 #include "runtime/mpi/transport.h"
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <exception>
 #include <mutex>
@@ -180,10 +181,13 @@ struct MpiTransport::State {
   void detach(MPI_Request request, bool receive, std::vector<uint8_t> scratch) {
     std::lock_guard<std::mutex> lock(mu);
     detached.push_back({request, receive, std::move(scratch)});
+    detached_count.store(detached.size(), std::memory_order_release);
   }
 
-  // Retires detached requests that have completed (their errors have nobody to go to).
+  // Retires detached requests that have completed (their errors have nobody to go to). Every send
+  // and receive calls it, and almost always nothing is detached: that case takes no lock.
   void reap() {
+    if (detached_count.load(std::memory_order_acquire) == 0) return;
     std::lock_guard<std::mutex> lock(mu);
     for (size_t i = 0; i < detached.size();) {
       int flag = 0;
@@ -196,6 +200,7 @@ struct MpiTransport::State {
         ++i;
       }
     }
+    detached_count.store(detached.size(), std::memory_order_release);
   }
 
   struct Detached {
@@ -254,6 +259,7 @@ struct MpiTransport::State {
   std::mutex mu;  // guards free_scratch and detached
   std::vector<std::vector<uint8_t>> free_scratch;
   std::vector<Detached> detached;
+  std::atomic<size_t> detached_count{0};  // detached.size(), readable without the lock
 };
 
 namespace {
@@ -297,6 +303,21 @@ class MpiRequest final : public Request {
   void wait() override {
     if (done_) return;
     MPI_Status status;
+    // A small message has often completed by the time its wait starts (an eager send is done when
+    // MPI_Isend returns): one MPI_Test, which returns at once for a completed request, spares such
+    // waits the watchdog's bookkeeping (a lock and a map entry on entry and exit, a good part of a
+    // small message's time on shared memory). Only one: every further test is a progress pass that
+    // may yield the processor (mpi_yield_when_idle, set when oversubscribed) before the wait is
+    // watched, and the watchdog must see each wait from about its start (the oldest wait of a
+    // stalled job names the stalled rank).
+    {
+      int flag = 0;
+      BAGUA_MPI_CHECK(MPI_Test(&request_, &flag, &status));
+      if (flag) {
+        finish(status);
+        return;
+      }
+    }
     {
       const Watchdog::Watch watched = state_->watch(peer_, receive_ ? "recv" : "send", tag_);
       state_->complete(&request_, receive_, &status);

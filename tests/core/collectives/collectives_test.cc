@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -22,8 +25,11 @@ using testing::fill_contribution;
 using testing::reduced;
 using testing::World;
 
-constexpr AllreduceAlgo kAlgos[] = {AllreduceAlgo::kRing, AllreduceAlgo::kTree,
-                                    AllreduceAlgo::kHalvingDoubling, AllreduceAlgo::kNative,
+constexpr AllreduceAlgo kAlgos[] = {AllreduceAlgo::kRing,
+                                    AllreduceAlgo::kTree,
+                                    AllreduceAlgo::kHalvingDoubling,
+                                    AllreduceAlgo::kRecursiveDoubling,
+                                    AllreduceAlgo::kNative,
                                     AllreduceAlgo::kMpiTuned};
 constexpr ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax};
 constexpr DType kDTypes[] = {DType::kF32, DType::kF64, DType::kI32};
@@ -62,18 +68,48 @@ TEST(Chunking, SizesDifferByAtMostOneAndTheFirstAreLarger) {
   EXPECT_EQ(chunks.chunk(3).data(), b.as<float>().data() + 8);
 }
 
-TEST(Algorithms, MpiTunedPicksTheLeastPredictedTime) {
-  // alpha = 1 us per message, beta = 1 / (9 GB/s) (allreduce.cc); (steps, bytes sent) from the
-  // catalogue in collectives.h.
+TEST(Algorithms, MpiTunedRunsRecursiveDoublingWhereOpenMpiDoes) {
+  // Open MPI 4.1's ompi_coll_tuned_allreduce_intra_dec_fixed, commutative operations (allreduce.cc):
+  // 2 and 3 ranks: recursive doubling on [8 B, 4 KiB) and [8 KiB, 16 KiB); 4 to 7 ranks: [16 B, 8 KiB);
+  // 8 to 15: below 8 KiB; 64 to 127: below 256 KiB.
+  for (int ranks : {2, 3}) {
+    EXPECT_EQ(mpi_tuned_choice(ranks, 8), AllreduceAlgo::kRecursiveDoubling);
+    EXPECT_EQ(mpi_tuned_choice(ranks, 1024), AllreduceAlgo::kRecursiveDoubling);
+    EXPECT_EQ(mpi_tuned_choice(ranks, 4095), AllreduceAlgo::kRecursiveDoubling);
+    EXPECT_NE(mpi_tuned_choice(ranks, 4096), AllreduceAlgo::kRecursiveDoubling);
+    EXPECT_EQ(mpi_tuned_choice(ranks, 8192), AllreduceAlgo::kRecursiveDoubling);
+    EXPECT_NE(mpi_tuned_choice(ranks, 16384), AllreduceAlgo::kRecursiveDoubling);
+    EXPECT_NE(mpi_tuned_choice(ranks, 4), AllreduceAlgo::kRecursiveDoubling);  // below 8 B: ring
+  }
+  for (int ranks : {4, 5, 7}) {
+    EXPECT_NE(mpi_tuned_choice(ranks, 8), AllreduceAlgo::kRecursiveDoubling);
+    EXPECT_EQ(mpi_tuned_choice(ranks, 16), AllreduceAlgo::kRecursiveDoubling);
+    EXPECT_EQ(mpi_tuned_choice(ranks, 4096), AllreduceAlgo::kRecursiveDoubling);
+    EXPECT_EQ(mpi_tuned_choice(ranks, 8191), AllreduceAlgo::kRecursiveDoubling);
+    EXPECT_NE(mpi_tuned_choice(ranks, 8192), AllreduceAlgo::kRecursiveDoubling);
+  }
+  EXPECT_EQ(mpi_tuned_choice(8, 4), AllreduceAlgo::kRecursiveDoubling);
+  EXPECT_NE(mpi_tuned_choice(16, 4), AllreduceAlgo::kRecursiveDoubling);  // 16 to 31: from 64 B on
+  EXPECT_EQ(mpi_tuned_choice(16, 64), AllreduceAlgo::kRecursiveDoubling);
+  EXPECT_NE(mpi_tuned_choice(32, 1024), AllreduceAlgo::kRecursiveDoubling);  // 32 to 63: never
+  EXPECT_EQ(mpi_tuned_choice(64, 262143), AllreduceAlgo::kRecursiveDoubling);
+  EXPECT_NE(mpi_tuned_choice(64, 262144), AllreduceAlgo::kRecursiveDoubling);
+  EXPECT_EQ(mpi_tuned_choice(4096, 16384), AllreduceAlgo::kRecursiveDoubling);
+  EXPECT_NE(mpi_tuned_choice(4096, 32768), AllreduceAlgo::kRecursiveDoubling);
+}
+
+TEST(Algorithms, MpiTunedPicksTheLeastPredictedTimeElsewhere) {
+  // Outside Open MPI's recursive-doubling ranges: alpha = 1 us per message, beta = 1 / (9 GB/s)
+  // (allreduce.cc); (steps, bytes sent) from the catalogue in collectives.h.
   // P = 2: ring, tree and halving-doubling all take 2 steps and send S: a tie, so ring.
-  EXPECT_EQ(mpi_tuned_choice(2, 1024), AllreduceAlgo::kRing);
+  EXPECT_EQ(mpi_tuned_choice(2, 4096), AllreduceAlgo::kRing);
   EXPECT_EQ(mpi_tuned_choice(2, size_t{64} << 20), AllreduceAlgo::kRing);
   // P = 4: halving-doubling takes 4 steps to ring's 6 and sends the same 3S/2 (tree: 4 steps, 2S).
-  EXPECT_EQ(mpi_tuned_choice(4, 1024), AllreduceAlgo::kHalvingDoubling);
+  EXPECT_EQ(mpi_tuned_choice(4, 8192), AllreduceAlgo::kHalvingDoubling);
   EXPECT_EQ(mpi_tuned_choice(4, size_t{64} << 20), AllreduceAlgo::kHalvingDoubling);
-  // P = 3, 1 KiB (costed as 1026 B, a multiple of P P' = 6): tree takes 3 steps and sends
-  // ceil(lg 3) S = 2052 B: 3 us + 0.23 us = 3.23 us; ring 4 steps and 4/3 S = 1368 B: 4.15 us.
-  EXPECT_EQ(mpi_tuned_choice(3, 1024), AllreduceAlgo::kTree);
+  // P = 3, 4 KiB (costed as 4098 B, a multiple of P P' = 6): tree takes 3 steps and sends
+  // ceil(lg 3) S = 8196 B: 3 us + 0.91 us = 3.91 us; ring 4 steps and 4/3 S = 5464 B: 4.61 us.
+  EXPECT_EQ(mpi_tuned_choice(3, 4096), AllreduceAlgo::kTree);
   // P = 3, 1 MiB: ring 4 us + 1398102 B / 9 GB/s = 159 us; tree 3 us + 233 us.
   EXPECT_EQ(mpi_tuned_choice(3, size_t{1} << 20), AllreduceAlgo::kRing);
   // One rank or nothing to move: ring (which sends nothing).
@@ -85,6 +121,7 @@ TEST(Algorithms, NamesRoundTripAndUnknownNamesAreRejected) {
   for (const std::string& name : allreduce_algo_names())
     EXPECT_EQ(to_string(parse_allreduce_algo(name)), name);
   EXPECT_EQ(parse_allreduce_algo("halving_doubling"), AllreduceAlgo::kHalvingDoubling);
+  EXPECT_EQ(parse_allreduce_algo("recursive_doubling"), AllreduceAlgo::kRecursiveDoubling);
   EXPECT_THROW(parse_allreduce_algo("butterfly"), ConfigError);
   EXPECT_EQ(parse_broadcast_algo("chain"), BroadcastAlgo::kChain);
   EXPECT_EQ(to_string(BroadcastAlgo::kBinomial), "binomial");
@@ -110,8 +147,8 @@ TEST(Algorithms, UnknownNameMessagesListEveryChoice) {
     return std::string("no error");
   };
   EXPECT_EQ(message(parse_allreduce_algo, "butterfly"),
-            "allreduce algorithm 'butterfly' is unknown (expected ring, tree, halving_doubling, native, "
-            "nccl or mpi_tuned)");
+            "allreduce algorithm 'butterfly' is unknown (expected ring, tree, halving_doubling, "
+            "recursive_doubling, native, nccl or mpi_tuned)");
   EXPECT_EQ(message(parse_broadcast_algo, "star"),
             "broadcast algorithm 'star' is unknown (expected binomial or chain)");
   EXPECT_EQ(message(parse_reduce_algo, "ring"),
@@ -402,6 +439,91 @@ TEST_P(Collectives, NeighbourExchangeDeliversEachNeighboursData) {
           describe("neighbour_exchange from_right", DType::kF32, count, ""));
     }
   });
+}
+
+// Recursive doubling's reduction order: the fold adds the even rank's data first (x_2c + x_2c+1 for
+// core ranks c < extra, x_c+extra above), then every round adds the lower half's partial sum first,
+// so core rank values v_0 .. v_core-1 combine as a balanced tree, ((v0 + v1) + (v2 + v3)) + ...
+float recursive_doubling_sum(const std::function<float(int)>& value, int ranks) {
+  int core = 1;
+  while (core * 2 <= ranks)
+    core *= 2;
+  const int extra = ranks - core;
+  std::vector<float> partial;
+  for (int c = 0; c < core; ++c)
+    partial.push_back(c < extra ? value(2 * c) + value(2 * c + 1) : value(c + extra));
+  for (int width = 1; width < core; width *= 2)
+    for (int c = 0; c < core; c += 2 * width)
+      partial[static_cast<size_t>(c)] += partial[static_cast<size_t>(c + width)];
+  return partial[0];
+}
+
+TEST(RecursiveDoubling, EveryRankEndsWithTheSameBitsOnOneToEightRanks) {
+  // Values whose float sums depend on the order of the additions, on 1 .. 8 ranks (3, 5, 6 and 7 fold
+  // ranks in) and odd element counts: every rank must hold exactly the sum in the order above, the
+  // same bits everywhere (pairing the ranks in another order, say the largest distance first, would
+  // differ in the last bits).
+  for (testing::Backend backend : testing::all_backends())
+    for (int ranks = 1; ranks <= 8; ++ranks)
+      for (size_t count : {size_t{1}, size_t{7}, size_t{1001}}) {
+        auto value = [](int rank, size_t i) {
+          return 1.0f / static_cast<float>(3 + rank) + static_cast<float>(i) * 1e-3f;
+        };
+        testing::run_ranks(backend, ranks, [&](RankContext& ctx) {
+          Transport& t = ctx.transport();
+          const Buffer data = Buffer::host(DType::kF32, count);
+          for (size_t i = 0; i < count; ++i)
+            data.as<float>()[i] = value(t.rank(), i);
+          recursive_doubling_allreduce(t, data, ReduceOp::kSum, 3);
+          for (size_t i = 0; i < count; ++i) {
+            const float expected = recursive_doubling_sum([&](int r) { return value(r, i); }, ranks);
+            ASSERT_EQ(data.as<float>()[i], expected)
+                << "index " << i << " of " << count << ", rank " << t.rank() << " of " << ranks
+                << " on " << to_string(backend);
+          }
+        });
+      }
+}
+
+TEST(RecursiveDoubling, MinOverANaNAgreesOnEveryRank) {
+  // bagua::reduce's min is d := s < d ? s : d, so NaN op 1 = NaN but 1 op NaN = 1. Rank 0's NaN is the
+  // leftmost operand of every partial result it enters (lower op higher, the fold's even rank first),
+  // so every rank ends with NaN; a rank that put its own partial result on the left would keep 1.
+  for (testing::Backend backend : testing::all_backends())
+    for (int ranks = 2; ranks <= 8; ++ranks)
+      testing::run_ranks(backend, ranks, [&](RankContext& ctx) {
+        Transport& t = ctx.transport();
+        const Buffer data = Buffer::host(DType::kF32, 3);
+        fill(data, 1.0);
+        if (t.rank() == 0) data.as<float>()[1] = std::numeric_limits<float>::quiet_NaN();
+        recursive_doubling_allreduce(t, data, ReduceOp::kMin, 4);
+        EXPECT_TRUE(std::isnan(data.as<float>()[1]))
+            << "rank " << t.rank() << " of " << ranks << " on " << to_string(backend) << " holds "
+            << data.as<float>()[1];
+        EXPECT_EQ(data.as<float>()[0], 1.0f);
+        EXPECT_EQ(data.as<float>()[2], 1.0f);
+      });
+}
+
+TEST(RecursiveDoubling, ExactOnOneToEightRanksForEveryOpAndDtype) {
+  // The closed-form contributions of expect.h (exact in any order) on 1 .. 8 ranks, odd counts.
+  for (testing::Backend backend : testing::all_backends())
+    for (int ranks = 1; ranks <= 8; ++ranks)
+      testing::run_ranks(backend, ranks, [&](RankContext& ctx) {
+        Transport& t = ctx.transport();
+        Tag tag = 0;
+        for (size_t count : {size_t{0}, size_t{1}, size_t{3}, size_t{1001}})
+          for (DType dtype : kDTypes)
+            for (ReduceOp op : kOps) {
+              const Buffer data = Buffer::host(dtype, count);
+              fill_contribution(data, t.rank(), ranks);
+              recursive_doubling_allreduce(t, data, op, ++tag);
+              expect_elements(
+                  data, 0, count, [&](size_t i) { return reduced(op, ranks, i); }, t.rank(),
+                  describe("recursive_doubling " + to_string(op) + " on " + to_string(backend), dtype,
+                           count, ""));
+            }
+      });
 }
 
 TEST_P(Collectives, RootsOutsideTheGroupAreRejected) {

@@ -33,6 +33,13 @@ TEST(Catalogue, WorkedExamples) {
   // P = 6 folds 2 ranks into P' = 4: 2 * 2 + 2 = 6 steps; a partner sends 2 (3072 + 1536) + the whole
   // 6144 B back = 15360 B.
   EXPECT_EQ(halving_doubling_allreduce_cost(6, Bytes(6144)), (WireCost{6, Bytes(15360)}));
+  // Recursive doubling, P = 8, S = 1000 B: lg 8 = 3 rounds of the whole buffer, 3000 B. P = 6 folds 2
+  // ranks into P' = 4: 2 rounds + fold + unfold = 4 steps; a partner sends 2 rounds and the result
+  // back, 3000 B. Any S (no chunks): 1001 B on 3 ranks, 1 round + 2 steps, a partner 2002 B.
+  EXPECT_EQ(recursive_doubling_allreduce_cost(8, Bytes(1000)), (WireCost{3, Bytes(3000)}));
+  EXPECT_EQ(recursive_doubling_allreduce_cost(6, Bytes(1000)), (WireCost{4, Bytes(3000)}));
+  EXPECT_EQ(recursive_doubling_allreduce_cost(3, Bytes(1001)), (WireCost{3, Bytes(2002)}));
+  EXPECT_EQ(recursive_doubling_allreduce_cost(1, Bytes(1000)), (WireCost{}));
   // Tree, P = 5, S = 1000 B: reduce floor(lg 5) = 2 levels, broadcast: the root sends to its
   // ceil(lg 5) = 3 children in turn, 3000 B.
   EXPECT_EQ(tree_allreduce_cost(5, Bytes(1000)), (WireCost{5, Bytes(3000)}));
@@ -97,9 +104,9 @@ TEST_P(FlatCatalogue, MeasuredStepsAndBytesMatchTheClosedForms) {
                                   << ", catalogue " << show(expected);
   };
   const Buffer data = Buffer::meta(DType::kF32, count);
-  for (AllreduceAlgo algo : {AllreduceAlgo::kRing, AllreduceAlgo::kTree,
-                             AllreduceAlgo::kHalvingDoubling, AllreduceAlgo::kNative,
-                             AllreduceAlgo::kMpiTuned})
+  for (AllreduceAlgo algo :
+       {AllreduceAlgo::kRing, AllreduceAlgo::kTree, AllreduceAlgo::kHalvingDoubling,
+        AllreduceAlgo::kRecursiveDoubling, AllreduceAlgo::kNative, AllreduceAlgo::kMpiTuned})
     check("allreduce " + to_string(algo), allreduce_cost(algo, ranks, size),
           [&](Transport& t) { allreduce(t, data, ReduceOp::kSum, 1, algo); });
   check("tree allreduce in segments", tree_allreduce_cost(ranks, size, segments),

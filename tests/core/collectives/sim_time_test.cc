@@ -83,6 +83,23 @@ TEST(SimulatedTime, HalvingDoublingAllreduce) {
   EXPECT_EQ(t.nanoseconds(), 608'000);
 }
 
+TEST(SimulatedTime, RecursiveDoublingAllreduceTakesLog2PRoundsOfTheWholeBuffer) {
+  // P a power of two, S = 1.25 MB: lg P rounds, each a swap of the whole buffer between disjoint
+  // pairs (one flow per NIC link and direction), 2000 + 1'250'000 / 12.5 = 102'000 ns a round:
+  // P = 2: 102'000 ns, P = 4: 204'000 ns, P = 8: 306'000 ns (the alpha-beta lg P (alpha + S beta)).
+  const Buffer data = Buffer::meta(DType::kF32, 1'250'000 / 4);
+  for (int ranks : {2, 4, 8}) {
+    const Time t = simulate(ranks, [&](Transport& tr) {
+      allreduce(tr, data, ReduceOp::kSum, 1, AllreduceAlgo::kRecursiveDoubling);
+    });
+    int rounds = 0;
+    while ((1 << rounds) < ranks)
+      ++rounds;
+    EXPECT_EQ(t.nanoseconds(), rounds * step_ns(1'250'000)) << ranks << " ranks";
+  }
+  EXPECT_EQ(3 * step_ns(1'250'000), 306'000);  // the P = 8 figure above
+}
+
 TEST(SimulatedTime, AlltoallTakesPMinusOneSteps) {
   // P = 5, S = 5 * 1.25 MB: in step s rank r sends to r + s and receives from r - s, one flow per NIC
   // link: 4 steps of 102'000 ns = 408'000 ns.

@@ -42,9 +42,9 @@ Buffer contributions(int rank, size_t count) {
 
 TEST(MpiCollectives, AllreduceEveryAlgorithmAndOp) {
   on_groups([](Transport& t) {
-    for (AllreduceAlgo algo : {AllreduceAlgo::kRing, AllreduceAlgo::kTree,
-                               AllreduceAlgo::kHalvingDoubling, AllreduceAlgo::kNative,
-                               AllreduceAlgo::kMpiTuned}) {
+    for (AllreduceAlgo algo :
+         {AllreduceAlgo::kRing, AllreduceAlgo::kTree, AllreduceAlgo::kHalvingDoubling,
+          AllreduceAlgo::kRecursiveDoubling, AllreduceAlgo::kNative, AllreduceAlgo::kMpiTuned}) {
       for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax}) {
         for (size_t count : kCounts) {
           Buffer data = contributions(t.rank(), count);
@@ -248,8 +248,9 @@ TEST(MpiCollectives, MetaBuffersRunEveryCollective) {
   // between ranks would fail the receive.
   on_groups([](Transport& t) {
     constexpr size_t kCount = 1 << 16;
-    for (AllreduceAlgo algo : {AllreduceAlgo::kRing, AllreduceAlgo::kTree,
-                               AllreduceAlgo::kHalvingDoubling, AllreduceAlgo::kNative})
+    for (AllreduceAlgo algo :
+         {AllreduceAlgo::kRing, AllreduceAlgo::kTree, AllreduceAlgo::kHalvingDoubling,
+          AllreduceAlgo::kRecursiveDoubling, AllreduceAlgo::kNative})
       collectives::allreduce(t, Buffer::meta(DType::kF32, kCount), ReduceOp::kSum, 20, algo);
     collectives::reduce_scatter(t, Buffer::meta(DType::kF32, kCount), ReduceOp::kSum, 21);
     collectives::allgather(t, Buffer::meta(DType::kF32, kCount), 22);
