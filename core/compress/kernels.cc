@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <functional>
@@ -15,6 +16,7 @@
 #include "core/check.h"
 #include "core/compress/cast.h"
 #include "core/compress/common.h"
+#include "core/compress/kernels_x86.h"
 #include "core/compress/minmax_uint8.h"
 #include "core/compress/reference.h"
 #include "core/compress/simd.h"
@@ -107,9 +109,67 @@ float certified_mean(double sum, size_t len, bool* known) {
 
 }  // namespace
 
-// reference::chunk_min_max in 32 lanes (order-free except for zeros: kernels.h).
+// ---- Instruction-set level ---------------------------------------------------------------------
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__ELF__)
+#define BAGUA_X86_KERNELS 1
+#endif
+
+std::string to_string(Isa level) {
+  switch (level) {
+    case Isa::kBaseline:
+      return "baseline";
+    case Isa::kAvx2:
+      return "avx2";
+    case Isa::kAvx512:
+      return "avx512";
+  }
+  return "?";
+}
+
+Isa cpu_isa() {
+#if defined(BAGUA_X86_KERNELS)
+  static const Isa level = [] {
+    __builtin_cpu_init();
+    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                      __builtin_cpu_supports("f16c");
+    const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+    return avx2 && avx512 ? Isa::kAvx512 : avx2 ? Isa::kAvx2 : Isa::kBaseline;
+  }();
+  return level;
+#else
+  return Isa::kBaseline;
+#endif
+}
+
+namespace {
+
+std::atomic<int>& isa_in_use() {
+  static std::atomic<int> level{static_cast<int>(cpu_isa())};
+  return level;
+}
+
+}  // namespace
+
+Isa isa() {
+  return static_cast<Isa>(isa_in_use().load(std::memory_order_relaxed));
+}
+
+Isa limit_isa(Isa level) {
+  const Isa used = std::min(level, cpu_isa());
+  isa_in_use().store(static_cast<int>(used), std::memory_order_relaxed);
+  return used;
+}
+
+namespace {
+
+// The baseline's loops (simd.h's vectors), multiversioned.
+
+// reference::chunk_min_max in 32 lanes, before the zeros' check (order-free except for zeros:
+// kernels.h).
 BAGUA_MULTIVERSION
-std::pair<float, float> chunk_min_max(const float* x, size_t len) {
+std::pair<float, float> lane_min_max_generic(const float* x, size_t len) {
   F32x8 min[4], max[4];
   for (int a = 0; a < 4; ++a)
     min[a] = max[a] = splat<F32x8>(x[0]);
@@ -134,38 +194,179 @@ std::pair<float, float> chunk_min_max(const float* x, size_t len) {
     lo = x[j] < lo ? x[j] : lo;
     hi = x[j] > hi ? x[j] : hi;
   }
-  if (lo == 0.0f || hi == 0.0f) return compress_reference::chunk_min_max(x, len);  // which zero
   return {lo, hi};
 }
 
 BAGUA_MULTIVERSION
+void quantize_generic(const float* chunk, size_t len, const MinMaxUint8Compressor::Levels& l,
+                      uint8_t* q) {
+  size_t j = 0;
+  for (; j + 16 <= len; j += 16)
+    store_bytes16(q + j, quantize8(load<F32x8>(chunk + j), l),
+                  quantize8(load<F32x8>(chunk + j + 8), l));
+  for (; j < len; ++j)
+    q[j] = quantize1(chunk[j], l);
+}
+
+BAGUA_MULTIVERSION
+void divide_generic(const uint8_t* q, size_t len, const MinMaxUint8Compressor::Levels& l,
+                    float* chunk) {
+  size_t j = 0;
+  for (; j + 8 <= len; j += 8) {
+    const F32x8 level = bytes_to_f32(q + j);
+    store(chunk + j, (level + l.lower_bound) / l.scale);
+  }
+  for (; j < len; ++j)
+    chunk[j] = (static_cast<float>(q[j]) + l.lower_bound) / l.scale;
+}
+
+BAGUA_MULTIVERSION
+void quantize_residual_generic(float* chunk, size_t len, const MinMaxUint8Compressor::Levels& l,
+                               float a, uint8_t* q) {
+  size_t j = 0;
+  for (; j + 16 <= len; j += 16) {
+    store_bytes16(q + j, quantize8(load<F32x8>(chunk + j), l),
+                  quantize8(load<F32x8>(chunk + j + 8), l));
+    const F32x8 level_a = bytes_to_f32(q + j), level_b = bytes_to_f32(q + j + 8);
+    store(chunk + j, load<F32x8>(chunk + j) + a * ((level_a + l.lower_bound) / l.scale));
+    store(chunk + j + 8, load<F32x8>(chunk + j + 8) + a * ((level_b + l.lower_bound) / l.scale));
+  }
+  for (; j < len; ++j) {
+    q[j] = quantize1(chunk[j], l);
+    chunk[j] = chunk[j] + a * ((static_cast<float>(q[j]) + l.lower_bound) / l.scale);
+  }
+}
+
+// The lane-wise min and max at the level in use.
+std::pair<float, float> lane_min_max(const float* x, size_t len) {
+#if defined(BAGUA_X86_KERNELS)
+  switch (isa()) {
+    case Isa::kAvx512:
+      return x86::min_max_avx512(x, len);
+    case Isa::kAvx2:
+      return x86::min_max_avx2(x, len);
+    case Isa::kBaseline:
+      break;
+  }
+#endif
+  return lane_min_max_generic(x, len);
+}
+
+// A chunk's (min, max) from its lane-wise ones: the reference's where either is a zero (kernels.h).
+std::pair<float, float> checked_min_max(std::pair<float, float> lanes, const float* x, size_t len) {
+  if (lanes.first == 0.0f || lanes.second == 0.0f) return compress_reference::chunk_min_max(x, len);
+  return lanes;
+}
+
+void quantize(const float* chunk, size_t len, const MinMaxUint8Compressor::Levels& l, uint8_t* q) {
+#if defined(BAGUA_X86_KERNELS)
+  switch (isa()) {
+    case Isa::kAvx512:
+      return x86::quantize_avx512(chunk, len, l, q);
+    case Isa::kAvx2:
+      return x86::quantize_avx2(chunk, len, l, q);
+    case Isa::kBaseline:
+      break;
+  }
+#endif
+  quantize_generic(chunk, len, l, q);
+}
+
+// Below this many elements a chunk is decoded by division: certifying the fast decode costs 256
+// divisions (x86::decode_exact_*).
+constexpr size_t kCertifiedDecodeMin = 1024;
+
+// Whether the fast decode of the level in use is certified for l (x86::decode_exact_*).
+bool fast_decode_exact(const MinMaxUint8Compressor::Levels& l, size_t len) {
+#if defined(BAGUA_X86_KERNELS)
+  if (len < kCertifiedDecodeMin) return false;
+  switch (isa()) {
+    case Isa::kAvx512:
+      return x86::decode_exact_avx512(l);
+    case Isa::kAvx2:
+      return x86::decode_exact_avx2(l);
+    case Isa::kBaseline:
+      break;
+  }
+#endif
+  return false;
+}
+
+void dequantize(const uint8_t* q, size_t len, const MinMaxUint8Compressor::Levels& l, float* chunk) {
+#if defined(BAGUA_X86_KERNELS)
+  if (fast_decode_exact(l, len)) {
+    if (isa() == Isa::kAvx512) return x86::decode_avx512(q, len, l, chunk);
+    return x86::decode_avx2(q, len, l, chunk);
+  }
+#endif
+  divide_generic(q, len, l, chunk);
+}
+
+void quantize_residual(float* chunk, size_t len, const MinMaxUint8Compressor::Levels& l, float a,
+                       uint8_t* q) {
+#if defined(BAGUA_X86_KERNELS)
+  switch (isa()) {
+    case Isa::kAvx512:
+      return x86::quantize_residual_avx512(chunk, len, l, a, fast_decode_exact(l, len), q);
+    case Isa::kAvx2:
+      return x86::quantize_residual_avx2(chunk, len, l, a, fast_decode_exact(l, len), q);
+    case Isa::kBaseline:
+      break;
+  }
+#endif
+  quantize_residual_generic(chunk, len, l, a, q);
+}
+
+// e := x + one e over a chunk, with its lane-wise min and max.
+std::pair<float, float> add_lane_min_max(const float* x, float one, float* e, size_t len) {
+#if defined(BAGUA_X86_KERNELS)
+  switch (isa()) {
+    case Isa::kAvx512:
+      return x86::add_min_max_avx512(x, one, e, len);
+    case Isa::kAvx2:
+      return x86::add_min_max_avx2(x, one, e, len);
+    case Isa::kBaseline:
+      break;
+  }
+#endif
+  add_scaled(x, one, e, len, e);
+  return lane_min_max_generic(e, len);
+}
+
+// A record's header: min, max, then zeros.
+void store_header(uint8_t* record, float min, float max) {
+  store_f32(record, min);
+  store_f32(record + 4, max);
+  std::memset(record + 8, 0, MinMaxUint8Compressor::kHeaderBytes - 8);
+}
+
+void zero_padding(uint8_t* q, size_t len) {
+  std::memset(q + len, 0, align_up(len, MinMaxUint8Compressor::kAlignBytes) - len);
+}
+
+}  // namespace
+
+std::pair<float, float> chunk_min_max(const float* x, size_t len) {
+  return checked_min_max(lane_min_max(x, len), x, len);
+}
+
+// reference::minmax_uint8_encode: per chunk the min and max (one pass), then the bytes (a second).
 void minmax_uint8_encode(const float* x, size_t n, size_t chunk_size, uint8_t* y) {
-  constexpr size_t kHeaderBytes = MinMaxUint8Compressor::kHeaderBytes;
   const Chunking chunks(n, chunk_size);
   const size_t stride = minmax_record_bytes(chunks.chunk);
   for (size_t i = 0; i < chunks.count; ++i) {
     const float* chunk = x + chunks.begin(i);
     const size_t len = chunks.length(i);
     uint8_t* record = y + i * stride;
-
     const auto [min, max] = chunk_min_max(chunk, len);
-    store_f32(record, min);
-    store_f32(record + 4, max);
-    std::memset(record + 8, 0, kHeaderBytes - 8);
-
-    const MinMaxUint8Compressor::Levels l = MinMaxUint8Compressor::levels(min, max);
-    uint8_t* q = record + kHeaderBytes;
-    size_t j = 0;
-    for (; j + 16 <= len; j += 16)
-      store_bytes16(q + j, quantize8(load<F32x8>(chunk + j), l),
-                    quantize8(load<F32x8>(chunk + j + 8), l));
-    for (; j < len; ++j)
-      q[j] = quantize1(chunk[j], l);
-    std::memset(q + len, 0, align_up(len, MinMaxUint8Compressor::kAlignBytes) - len);
+    store_header(record, min, max);
+    uint8_t* q = record + MinMaxUint8Compressor::kHeaderBytes;
+    quantize(chunk, len, MinMaxUint8Compressor::levels(min, max), q);
+    zero_padding(q, len);
   }
 }
 
-BAGUA_MULTIVERSION
+// reference::minmax_uint8_decode: per chunk by the certified fast decode, or by the division.
 void minmax_uint8_decode(const uint8_t* y, size_t n, size_t chunk_size, float* x) {
   const Chunking chunks(n, chunk_size);
   const size_t stride = minmax_record_bytes(chunks.chunk);
@@ -173,16 +374,7 @@ void minmax_uint8_decode(const uint8_t* y, size_t n, size_t chunk_size, float* x
     const uint8_t* record = y + i * stride;
     const MinMaxUint8Compressor::Levels l =
         MinMaxUint8Compressor::levels(load_f32(record), load_f32(record + 4));
-    const uint8_t* q = record + MinMaxUint8Compressor::kHeaderBytes;
-    float* chunk = x + chunks.begin(i);
-    const size_t len = chunks.length(i);
-    size_t j = 0;
-    for (; j + 8 <= len; j += 8) {
-      const F32x8 level = bytes_to_f32(q + j);
-      store(chunk + j, (level + l.lower_bound) / l.scale);
-    }
-    for (; j < len; ++j)
-      chunk[j] = (static_cast<float>(q[j]) + l.lower_bound) / l.scale;
+    dequantize(record + MinMaxUint8Compressor::kHeaderBytes, chunks.length(i), l, x + chunks.begin(i));
   }
 }
 
@@ -250,9 +442,11 @@ void sign_decode(const uint8_t* y, size_t n, size_t chunk_size, float* x) {
   }
 }
 
+namespace {
+
 // cast.cc's f32_to_f16_bits, lane by lane: every case computed, then selected.
 BAGUA_MULTIVERSION
-void fp16_encode(const float* x, size_t n, uint8_t* y) {
+void fp16_encode_generic(const float* x, size_t n, uint8_t* y) {
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
     // Magnitudes are below 2^31, so signed lane comparisons order them (AVX2 has no unsigned ones).
@@ -280,7 +474,7 @@ void fp16_encode(const float* x, size_t n, uint8_t* y) {
 
 // cast.cc's f16_bits_to_f32, lane by lane.
 BAGUA_MULTIVERSION
-void fp16_decode(const uint8_t* y, size_t n, float* x) {
+void fp16_decode_generic(const uint8_t* y, size_t n, float* x) {
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
     const U32x8 h = __builtin_convertvector(load<U16x8>(y + 2 * i), U32x8);
@@ -298,6 +492,36 @@ void fp16_decode(const uint8_t* y, size_t n, float* x) {
     std::memcpy(&h, y + 2 * i, 2);
     x[i] = f16_bits_to_f32(h);
   }
+}
+
+}  // namespace
+
+void fp16_encode(const float* x, size_t n, uint8_t* y) {
+#if defined(BAGUA_X86_KERNELS)
+  switch (isa()) {
+    case Isa::kAvx512:
+      return x86::fp16_encode_avx512(x, n, y);
+    case Isa::kAvx2:
+      return x86::fp16_encode_avx2(x, n, y);
+    case Isa::kBaseline:
+      break;
+  }
+#endif
+  fp16_encode_generic(x, n, y);
+}
+
+void fp16_decode(const uint8_t* y, size_t n, float* x) {
+#if defined(BAGUA_X86_KERNELS)
+  switch (isa()) {
+    case Isa::kAvx512:
+      return x86::fp16_decode_avx512(y, n, x);
+    case Isa::kAvx2:
+      return x86::fp16_decode_avx2(y, n, x);
+    case Isa::kBaseline:
+      break;
+  }
+#endif
+  fp16_decode_generic(y, n, x);
 }
 
 // cast.cc's f32_to_bf16_bits, lane by lane.
@@ -746,9 +970,7 @@ void sign_encode_residual(float* e, size_t n, size_t chunk_size, float a, uint8_
 
 // minmax_uint8: per chunk the min and max (one pass), then the quantization, the decoded value
 // (q + lower_bound) / scale of the stored byte q and the residual (a second pass).
-BAGUA_MULTIVERSION
 void minmax_uint8_encode_residual(float* e, size_t n, size_t chunk_size, float a, uint8_t* y) {
-  constexpr size_t kHeaderBytes = MinMaxUint8Compressor::kHeaderBytes;
   const Chunking chunks(n, chunk_size);
   const size_t stride = minmax_record_bytes(chunks.chunk);
   for (size_t i = 0; i < chunks.count; ++i) {
@@ -756,24 +978,29 @@ void minmax_uint8_encode_residual(float* e, size_t n, size_t chunk_size, float a
     const size_t len = chunks.length(i);
     uint8_t* record = y + i * stride;
     const auto [min, max] = chunk_min_max(chunk, len);
-    store_f32(record, min);
-    store_f32(record + 4, max);
-    std::memset(record + 8, 0, kHeaderBytes - 8);
-    const MinMaxUint8Compressor::Levels l = MinMaxUint8Compressor::levels(min, max);
-    uint8_t* q = record + kHeaderBytes;
-    size_t j = 0;
-    for (; j + 16 <= len; j += 16) {
-      store_bytes16(q + j, quantize8(load<F32x8>(chunk + j), l),
-                    quantize8(load<F32x8>(chunk + j + 8), l));
-      const F32x8 level_a = bytes_to_f32(q + j), level_b = bytes_to_f32(q + j + 8);
-      store(chunk + j, load<F32x8>(chunk + j) + a * ((level_a + l.lower_bound) / l.scale));
-      store(chunk + j + 8, load<F32x8>(chunk + j + 8) + a * ((level_b + l.lower_bound) / l.scale));
-    }
-    for (; j < len; ++j) {
-      q[j] = quantize1(chunk[j], l);
-      chunk[j] = chunk[j] + a * ((static_cast<float>(q[j]) + l.lower_bound) / l.scale);
-    }
-    std::memset(q + len, 0, align_up(len, MinMaxUint8Compressor::kAlignBytes) - len);
+    store_header(record, min, max);
+    uint8_t* q = record + MinMaxUint8Compressor::kHeaderBytes;
+    quantize_residual(chunk, len, MinMaxUint8Compressor::levels(min, max), a, q);
+    zero_padding(q, len);
+  }
+}
+
+// The same with the corrected gradient's sum in the first pass: per chunk e := x + one e and its min
+// and max (one pass), then the second pass above.
+void minmax_uint8_encode_feedback(const float* x, float one, float* e, size_t n, size_t chunk_size,
+                                  float a, uint8_t* y) {
+  const Chunking chunks(n, chunk_size);
+  const size_t stride = minmax_record_bytes(chunks.chunk);
+  for (size_t i = 0; i < chunks.count; ++i) {
+    float* chunk = e + chunks.begin(i);
+    const size_t len = chunks.length(i);
+    uint8_t* record = y + i * stride;
+    const auto [min, max] =
+        checked_min_max(add_lane_min_max(x + chunks.begin(i), one, chunk, len), chunk, len);
+    store_header(record, min, max);
+    uint8_t* q = record + MinMaxUint8Compressor::kHeaderBytes;
+    quantize_residual(chunk, len, MinMaxUint8Compressor::levels(min, max), a, q);
+    zero_padding(q, len);
   }
 }
 

@@ -19,10 +19,21 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
 namespace bagua::compress_kernels {
+
+// The instruction-set level of the kernels written with intrinsics (kernels_x86.h): the x86-64
+// baseline (the vectors of simd.h, multiversioned), AVX2 with FMA and F16C, or AVX-512 (F, BW, DQ,
+// VL). Chosen once from the CPU's features; tests lower it to run every level the CPU has.
+enum class Isa { kBaseline, kAvx2, kAvx512 };
+std::string to_string(Isa isa);
+Isa cpu_isa();  // the highest level this CPU runs
+Isa isa();      // the level in use: cpu_isa() unless lowered
+// Use at most `level` (never above cpu_isa()); returns the level now in use.
+Isa limit_isa(Isa level);
 
 std::pair<float, float> chunk_min_max(const float* x, size_t len);
 void minmax_uint8_encode(const float* x, size_t n, size_t chunk_size, uint8_t* y);
@@ -52,6 +63,12 @@ void add_scaled(const float* x, float a, const float* e, size_t n, float* out);
 // compiler fold the product into a negation, which flips it.
 void sign_encode_residual(float* corrected, size_t n, size_t chunk_size, float a, uint8_t* y);
 void minmax_uint8_encode_residual(float* corrected, size_t n, size_t chunk_size, float a, uint8_t* y);
+// Error feedback's whole step around minmax_uint8 in two passes: e := x + one e (add_scaled's
+// operations, `one` = 1) with each chunk's min and max taken on the way, then
+// minmax_uint8_encode_residual's second pass on e (the same bytes and floats as add_scaled followed by
+// minmax_uint8_encode_residual).
+void minmax_uint8_encode_feedback(const float* x, float one, float* e, size_t n, size_t chunk_size,
+                                  float a, uint8_t* y);
 void topk_encode_residual(float* corrected, size_t n, size_t k, float a, uint8_t* y,
                           std::vector<uint32_t>& candidates);
 

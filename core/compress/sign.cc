@@ -34,10 +34,12 @@ void SignCompressor::decode(const BufferView& in, const BufferView& out) {
                                 out.as<float>().data());
 }
 
-bool SignCompressor::encode_residual(const BufferView& corrected, const BufferView& out) {
-  if (!check_encode(*this, corrected, out)) return true;
-  compress_kernels::sign_encode_residual(corrected.as<float>().data(), corrected.count(), chunk_size_,
-                                         -1.0f, out.as<uint8_t>().data());
+bool SignCompressor::encode_residual(const BufferView& x, const BufferView& residual,
+                                     const BufferView& out) {
+  if (!check_encode(*this, x, out)) return true;
+  float* e = residual.as<float>().data();
+  compress_kernels::add_scaled(x.as<float>().data(), 1.0f, e, x.count(), e);  // corrected = x + e
+  compress_kernels::sign_encode_residual(e, x.count(), chunk_size_, -1.0f, out.as<uint8_t>().data());
   return true;
 }
 
