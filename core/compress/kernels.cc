@@ -134,7 +134,8 @@ Isa cpu_isa() {
     const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
                       __builtin_cpu_supports("f16c");
     const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+                        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+                        __builtin_cpu_supports("bmi2");
     return avx2 && avx512 ? Isa::kAvx512 : avx2 ? Isa::kAvx2 : Isa::kBaseline;
   }();
   return level;
@@ -696,7 +697,11 @@ double sum_squares(const float* x, size_t len) {
 
 // f32(sqrt(sum of squares)) of a chunk, the reference's value (kernels.h: certified, or redone).
 float qsgd_norm(const float* x, size_t len) {
+#if defined(BAGUA_X86_KERNELS)
+  const double sum = isa() == Isa::kAvx512 ? x86::sum_squares_avx512(x, len) : sum_squares(x, len);
+#else
   const double sum = sum_squares(x, len);
+#endif
   if (std::isfinite(sum)) {
     const double delta = 4.0 * static_cast<double>(len + 2) * 0x1p-53;
     const auto lo = static_cast<float>(std::sqrt(sum * (1.0 - delta)));
@@ -761,17 +766,8 @@ inline F32x4 uniform4(U64x4 state) {
   }
 }
 
-// The body compiled three ways: for AVX-512 (DQ and VL: the draws' 64-bit lane multiplies in one
-// instruction; FMA comes with it, which the fp-contract pragma above keeps from fusing any a * b + c),
-// and for AVX2 and the baseline (target_clones); the first whose features the CPU has is taken.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__ELF__)
-__attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx2,fma,bmi2"))) void qsgd_codes_avx512(
-    const float* x, size_t begin, size_t len, float levels_per_unit, float s, int level_bits,
-    uint64_t s0, uint32_t* codes) {
-  qsgd_codes_body(x, begin, len, levels_per_unit, s, level_bits, s0, codes);
-}
-#endif
-
+// The body for the baseline and AVX2 (target_clones); AVX-512 has its own (kernels_x86.h), whose
+// draws' 64-bit lane multiplies are one instruction.
 BAGUA_MULTIVERSION void qsgd_codes_generic(const float* x, size_t begin, size_t len,
                                            float levels_per_unit, float s, int level_bits, uint64_t s0,
                                            uint32_t* codes) {
@@ -780,10 +776,9 @@ BAGUA_MULTIVERSION void qsgd_codes_generic(const float* x, size_t begin, size_t 
 
 void qsgd_codes(const float* x, size_t begin, size_t len, float levels_per_unit, float s,
                 int level_bits, uint64_t s0, uint32_t* codes) {
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__ELF__)
-  static const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-                             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
-  if (avx512) return qsgd_codes_avx512(x, begin, len, levels_per_unit, s, level_bits, s0, codes);
+#if defined(BAGUA_X86_KERNELS)
+  if (isa() == Isa::kAvx512)
+    return x86::qsgd_codes_avx512(x, begin, len, levels_per_unit, s, level_bits, s0, codes);
 #endif
   qsgd_codes_generic(x, begin, len, levels_per_unit, s, level_bits, s0, codes);
 }
@@ -837,6 +832,14 @@ void qsgd_encode(const float* x, size_t n, size_t chunk_size, uint32_t levels, u
       e = end;
     }
     size_t e = tile;
+#if defined(BAGUA_X86_KERNELS)
+    if (code_bits <= 8 && isa() == Isa::kAvx512) {
+      const size_t blocks = (tile_end - tile) / 8;
+      x86::pack_codes_avx512(codes, 8 * blocks, code_bits, stream, stream_end);
+      stream += blocks * static_cast<size_t>(code_bits);
+      e += 8 * blocks;
+    }
+#endif
     if (code_bits <= 8) {
       // Every tile starts at a multiple of 8, where the bit writer is empty.
       for (; e + 8 <= tile_end; e += 8) {

@@ -27,7 +27,7 @@ namespace bagua::compress_kernels {
 
 // The instruction-set level of the kernels written with intrinsics (kernels_x86.h): the x86-64
 // baseline (the vectors of simd.h, multiversioned), AVX2 with FMA and F16C, or AVX-512 (F, BW, DQ,
-// VL). Chosen once from the CPU's features; tests lower it to run every level the CPU has.
+// VL, with BMI2). Chosen once from the CPU's features; tests lower it to run every level the CPU has.
 enum class Isa { kBaseline, kAvx2, kAvx512 };
 std::string to_string(Isa isa);
 Isa cpu_isa();  // the highest level this CPU runs

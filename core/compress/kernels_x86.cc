@@ -13,6 +13,7 @@
 #include <immintrin.h>
 
 #include <bit>
+#include <cmath>
 #include <cstring>
 
 #include "core/compress/cast.h"
@@ -23,7 +24,7 @@
 #pragma GCC optimize("fp-contract=off")
 
 #define BAGUA_AVX2 __attribute__((target("avx2,fma,f16c")))
-#define BAGUA_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")))
+#define BAGUA_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c,bmi2")))
 
 namespace bagua::compress_kernels::x86 {
 
@@ -444,6 +445,116 @@ BAGUA_AVX512 void fp16_decode_avx512(const uint8_t* y, size_t n, float* x) {
     uint16_t h;
     std::memcpy(&h, y + 2 * i, 2);
     x[i] = f16_bits_to_f32(h);
+  }
+}
+
+BAGUA_AVX512 double sum_squares_avx512(const float* x, size_t len) {
+  __m512d acc[4] = {_mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd()};
+  size_t j = 0;
+  for (; j + 32 <= len; j += 32) {
+    for (int a = 0; a < 4; ++a) {
+      const __m512d d = _mm512_cvtps_pd(_mm256_loadu_ps(x + j + 8 * a));
+      acc[a] = _mm512_fmadd_pd(d, d, acc[a]);  // d * d is exact: the same sum as mul then add
+    }
+  }
+  double sum = 0;
+  for (; j < len; ++j)
+    sum += static_cast<double>(x[j]) * x[j];
+  const __m512d total = _mm512_add_pd(_mm512_add_pd(acc[0], acc[1]), _mm512_add_pd(acc[2], acc[3]));
+  return sum + _mm512_reduce_add_pd(total);
+}
+
+namespace {
+
+constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;  // common.h's Rng::next increment
+constexpr uint64_t kMix1 = 0xBF58476D1CE4E5B9ull;    // its multipliers
+constexpr uint64_t kMix2 = 0x94D049BB133111EBull;
+
+// Rng::uniform() of generators in states `state` (eight lanes): the top 24 bits of the mix, whose last
+// step (z ^ (z >> 31)) leaves them unchanged, times 2^-24.
+BAGUA_AVX512 inline __m256 uniform8(__m512i state) {
+  __m512i z = _mm512_mullo_epi64(_mm512_xor_si512(state, _mm512_srli_epi64(state, 30)),
+                                 _mm512_set1_epi64(static_cast<long long>(kMix1)));
+  z = _mm512_mullo_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 27)),
+                         _mm512_set1_epi64(static_cast<long long>(kMix2)));
+  const __m256i top = _mm512_cvtepi64_epi32(_mm512_srli_epi64(z, 40));
+  return _mm256_mul_ps(_mm256_cvtepi32_ps(top), _mm256_set1_ps(0x1p-24f));
+}
+
+}  // namespace
+
+BAGUA_AVX512 void qsgd_codes_avx512(const float* x, size_t begin, size_t len, float levels_per_unit,
+                                    float s, int level_bits, uint64_t s0, uint32_t* codes) {
+  const __m512i lane_draw =
+      _mm512_setr_epi64(static_cast<long long>(1 * kGolden), static_cast<long long>(2 * kGolden),
+                        static_cast<long long>(3 * kGolden), static_cast<long long>(4 * kGolden),
+                        static_cast<long long>(5 * kGolden), static_cast<long long>(6 * kGolden),
+                        static_cast<long long>(7 * kGolden), static_cast<long long>(8 * kGolden));
+  const __m512i eight_draws = _mm512_set1_epi64(static_cast<long long>(8 * kGolden));
+  const __m512 zero = _mm512_setzero_ps(), one = _mm512_set1_ps(1.0f), vs = _mm512_set1_ps(s),
+               unit = _mm512_set1_ps(levels_per_unit);
+  const __m512i magnitude = _mm512_set1_epi32(0x7FFFFFFF),
+                sign_bit = _mm512_set1_epi32(1 << level_bits);
+  size_t j = 0;
+  for (; j + 16 <= len; j += 16) {
+    const size_t e = begin + j;
+    const __m512 v = _mm512_loadu_ps(x + e);
+    // r = |x| levels_per_unit, 0 where not >= 0 (NaN); floor by truncation (r >= 0).
+    __m512 r =
+        _mm512_mul_ps(_mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(v), magnitude)), unit);
+    r = _mm512_mask_mov_ps(zero, _mm512_cmp_ps_mask(r, zero, _CMP_GE_OQ), r);
+    const __m512 floor_r = _mm512_cvtepi32_ps(_mm512_cvttps_epi32(r));
+    // The draws of elements e .. e + 15: state s0 + (e + k + 1) G.
+    const __m512i first =
+        _mm512_add_epi64(_mm512_set1_epi64(static_cast<long long>(s0 + e * kGolden)), lane_draw);
+    const __m512 u = _mm512_insertf32x8(_mm512_castps256_ps512(uniform8(first)),
+                                        uniform8(_mm512_add_epi64(first, eight_draws)), 1);
+    // level = floor_r + (u < r - floor_r ? 1 : 0), then min(level, s).
+    __m512 level = _mm512_mask_add_ps(
+        floor_r, _mm512_cmp_ps_mask(u, _mm512_sub_ps(r, floor_r), _CMP_LT_OQ), floor_r, one);
+    level = _mm512_min_ps(level, vs);
+    const __m512i l = _mm512_cvttps_epi32(level);
+    const __mmask16 negative = _mm512_test_epi32_mask(l, l) & _mm512_cmp_ps_mask(v, zero, _CMP_LT_OQ);
+    _mm512_storeu_si512(codes + j, _mm512_mask_or_epi32(l, negative, l, sign_bit));
+  }
+  for (; j < len; ++j) {
+    const size_t e = begin + j;
+    const float xe = x[e];
+    float r = std::fabs(xe) * levels_per_unit;
+    if (!(r >= 0.0f)) r = 0.0f;
+    const auto floor_r = static_cast<float>(static_cast<uint32_t>(r));
+    compress_detail::Rng one_draw(s0 + e * kGolden);
+    const float draw = one_draw.uniform();
+    float lv = floor_r + (draw < r - floor_r ? 1.0f : 0.0f);
+    lv = lv < s ? lv : s;
+    const auto li = static_cast<uint32_t>(lv);
+    const uint32_t neg = (li != 0 && xe < 0.0f) ? 1u : 0u;
+    codes[j] = li | (neg << level_bits);
+  }
+}
+
+BAGUA_AVX512 void pack_codes_avx512(const uint32_t* codes, size_t count, int code_bits, uint8_t* stream,
+                                    const uint8_t* stream_end) {
+  const uint64_t low_bits = 0x0101010101010101ull * ((1u << code_bits) - 1u);
+  const auto bytes = static_cast<size_t>(code_bits);
+  for (size_t c = 0; c + 16 <= count; c += 16) {
+    const __m128i narrow = _mm512_cvtepi32_epi8(_mm512_loadu_si512(codes + c));
+    for (int half = 0; half < 2; ++half) {
+      const auto word =
+          static_cast<uint64_t>(half ? _mm_extract_epi64(narrow, 1) : _mm_cvtsi128_si64(narrow));
+      const uint64_t packed = _pext_u64(word, low_bits);
+      if (stream + 8 <= stream_end)  // an 8-byte store (the next block overwrites the excess)
+        std::memcpy(stream, &packed, 8);
+      else
+        std::memcpy(stream, &packed, bytes);
+      stream += bytes;
+    }
+  }
+  if (count % 16) {  // the last block of 8
+    uint64_t word = 0;
+    for (int l = 0; l < 8; ++l)
+      word |= static_cast<uint64_t>(codes[count - 8 + static_cast<size_t>(l)]) << (l * code_bits);
+    std::memcpy(stream, &word, stream + 8 <= stream_end ? 8 : bytes);
   }
 }
 

@@ -1,6 +1,6 @@
 // The compressors' host kernels written with x86 intrinsics for two instruction-set levels above the
 // baseline that core/compress/simd.h's vectors reach: AVX2 (with FMA and F16C, which every AVX2 CPU
-// has) and AVX-512 (F, BW, DQ, VL). Each function is compiled for its level only (a target
+// has) and AVX-512 (F, BW, DQ, VL, with BMI2). Each function is compiled for its level only (a target
 // attribute, not a flag of the whole build) and called by core/compress/kernels.cc only when the CPU
 // has that level (compress_kernels::isa()), so one binary runs on any x86-64.
 //
@@ -56,5 +56,19 @@ void fp16_encode_avx2(const float* x, size_t n, uint8_t* y);
 void fp16_encode_avx512(const float* x, size_t n, uint8_t* y);
 void fp16_decode_avx2(const uint8_t* y, size_t n, float* x);
 void fp16_decode_avx512(const uint8_t* y, size_t n, float* x);
+
+// QSGD (qsgd.h), AVX-512 only (its draws are 64-bit multiplies, one instruction there):
+//   - the sum of x^2 in double over 64 lanes, each square exact (24-bit significands), so the fused
+//     multiply-add rounds as the product-then-add does; kernels.cc certifies the norm from it.
+//   - the codes of elements [begin, begin + len) of a chunk, as kernels.cc's qsgd_codes_body (element
+//     e's draw is number e of the SplitMix64 generator in state s0), sixteen lanes at a time.
+//   - count codes of code_bits <= 8 bits packed into the stream, count a multiple of 8: the codes of 8
+//     elements narrowed to 8 bytes, then their low code_bits bits gathered by one bit extract (BMI2
+//     pext), code_bits bytes stored.
+double sum_squares_avx512(const float* x, size_t len);
+void qsgd_codes_avx512(const float* x, size_t begin, size_t len, float levels_per_unit, float s,
+                       int level_bits, uint64_t s0, uint32_t* codes);
+void pack_codes_avx512(const uint32_t* codes, size_t count, int code_bits, uint8_t* stream,
+                       const uint8_t* stream_end);
 
 }  // namespace bagua::compress_kernels::x86

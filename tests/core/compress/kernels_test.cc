@@ -438,36 +438,38 @@ TEST(CompressKernels, TopKWhoseSampleMisleadsStillMatches) {
 }
 
 TEST(CompressKernels, QsgdMatchesTheReference) {
-  for (Kind kind : kKinds) {
-    for (size_t n : kLengths) {
-      for (uint32_t levels : {1u, 7u, 127u, 65535u}) {
-        for (size_t chunk : {size_t{0}, size_t{5}, size_t{512}}) {
-          const std::string what = "qsgd " + name(kind) + " n=" + std::to_string(n) +
-                                   " levels=" + std::to_string(levels) +
-                                   " chunk=" + std::to_string(chunk);
-          const auto x = make(kind, n, static_cast<uint32_t>(n * 3 + levels));
-          const QsgdCompressor c(levels, chunk, 0);
-          const auto bytes = static_cast<size_t>(c.encoded_bytes(n).count());
-          const uint64_t seed = 42, step = n;
-          expect_same_encoding(
-              x, bytes,
-              [&](const float* in, uint8_t* out) {
-                fast::qsgd_encode(in, n, chunk, levels, seed, step, out);
-              },
-              [&](const float* in, uint8_t* out) {
-                ref::qsgd_encode(in, n, chunk, levels, seed, step, out);
-              },
-              what);
-          const auto encoded = random_bytes(bytes, static_cast<uint32_t>(n + levels));
-          expect_same_decoding(
-              encoded, n,
-              [&](const uint8_t* in, float* out) { fast::qsgd_decode(in, n, chunk, levels, out); },
-              [&](const uint8_t* in, float* out) { ref::qsgd_decode(in, n, chunk, levels, out); },
-              what + " decode");
+  for_each_isa([&] {
+    for (Kind kind : kKinds) {
+      for (size_t n : kLengths) {
+        for (uint32_t levels : {1u, 7u, 127u, 65535u}) {
+          for (size_t chunk : {size_t{0}, size_t{5}, size_t{512}}) {
+            const std::string what = "qsgd " + name(kind) + " n=" + std::to_string(n) +
+                                     " levels=" + std::to_string(levels) +
+                                     " chunk=" + std::to_string(chunk);
+            const auto x = make(kind, n, static_cast<uint32_t>(n * 3 + levels));
+            const QsgdCompressor c(levels, chunk, 0);
+            const auto bytes = static_cast<size_t>(c.encoded_bytes(n).count());
+            const uint64_t seed = 42, step = n;
+            expect_same_encoding(
+                x, bytes,
+                [&](const float* in, uint8_t* out) {
+                  fast::qsgd_encode(in, n, chunk, levels, seed, step, out);
+                },
+                [&](const float* in, uint8_t* out) {
+                  ref::qsgd_encode(in, n, chunk, levels, seed, step, out);
+                },
+                what);
+            const auto encoded = random_bytes(bytes, static_cast<uint32_t>(n + levels));
+            expect_same_decoding(
+                encoded, n,
+                [&](const uint8_t* in, float* out) { fast::qsgd_decode(in, n, chunk, levels, out); },
+                [&](const uint8_t* in, float* out) { ref::qsgd_decode(in, n, chunk, levels, out); },
+                what + " decode");
+          }
         }
       }
     }
-  }
+  });
 }
 
 // Error feedback's fused step: the encoding and the new residual must be what the reference's encode,
