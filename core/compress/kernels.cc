@@ -381,7 +381,12 @@ void minmax_uint8_decode(const uint8_t* y, size_t n, size_t chunk_size, float* x
 
 float sign_scale(const float* x, size_t len) {
   bool known = false;
-  const float mean = certified_mean(sum_abs(x, len), len, &known);
+#if defined(BAGUA_X86_KERNELS)
+  const double sum = isa() == Isa::kAvx512 ? x86::sum_abs_avx512(x, len) : sum_abs(x, len);
+#else
+  const double sum = sum_abs(x, len);
+#endif
+  const float mean = certified_mean(sum, len, &known);
   return known ? mean : compress_reference::sign_scale(x, len);
 }
 
@@ -393,6 +398,12 @@ void sign_encode(const float* x, size_t n, size_t chunk_size, uint8_t* y) {
   uint8_t* bits = y + 4 * chunks.count;
   const size_t full_bytes = n / 8;
   size_t b = 0;
+#if defined(BAGUA_X86_KERNELS)
+  if (isa() == Isa::kAvx512) {
+    x86::sign_bits_avx512(x, full_bytes, bits);
+    b = full_bytes;
+  }
+#endif
 #if defined(__SSE2__)
   // Bit k of byte b is x[8b + k] >= 0 (false for NaN): a comparison, then the lanes' sign bits.
   const __m128 zero = _mm_setzero_ps();
@@ -937,13 +948,12 @@ void add_scaled(const float* x, float a, const float* e, size_t n, float* out) {
 
 // ---- Error feedback's fused steps ------------------------------------------------------------------
 
-// sign: the scales (one pass), then per block of 8 elements of one chunk the byte of bits and the
-// residual e + a (+-scale) (a second pass); elements of a byte shared by two chunks one at a time.
+namespace {
+
+// sign's second pass, the chunks' scales stored: per block of 8 elements of one chunk the byte of
+// bits and the residual e + a (+-scale); elements of a byte shared by two chunks one at a time.
 BAGUA_MULTIVERSION
-void sign_encode_residual(float* e, size_t n, size_t chunk_size, float a, uint8_t* y) {
-  const Chunking chunks(n, chunk_size);
-  for (size_t i = 0; i < chunks.count; ++i)
-    store_f32(y + 4 * i, sign_scale(e + chunks.begin(i), chunks.length(i)));
+void sign_bits_residual(float* e, const Chunking& chunks, float a, uint8_t* y) {
   uint8_t* bits = y + 4 * chunks.count;
   for (size_t i = 0; i < chunks.count; ++i) {
     const uint32_t magnitude = std::bit_cast<uint32_t>(load_f32(y + 4 * i));
@@ -969,6 +979,39 @@ void sign_encode_residual(float* e, size_t n, size_t chunk_size, float a, uint8_
     for (; j < end; ++j)
       one(j);
   }
+}
+
+}  // namespace
+
+// sign: the scales (one pass), then sign_bits_residual (a second).
+void sign_encode_residual(float* e, size_t n, size_t chunk_size, float a, uint8_t* y) {
+  const Chunking chunks(n, chunk_size);
+  for (size_t i = 0; i < chunks.count; ++i)
+    store_f32(y + 4 * i, sign_scale(e + chunks.begin(i), chunks.length(i)));
+  sign_bits_residual(e, chunks, a, y);
+}
+
+// The same with e := x + one e in the scales' pass.
+void sign_encode_feedback(const float* x, float one, float* e, size_t n, size_t chunk_size, float a,
+                          uint8_t* y) {
+  const Chunking chunks(n, chunk_size);
+  for (size_t i = 0; i < chunks.count; ++i) {
+    const size_t begin = chunks.begin(i), len = chunks.length(i);
+    float scale;
+#if defined(BAGUA_X86_KERNELS)
+    if (isa() == Isa::kAvx512) {
+      bool known = false;
+      scale = certified_mean(x86::add_sum_abs_avx512(x + begin, one, e + begin, len), len, &known);
+      if (!known) scale = compress_reference::sign_scale(e + begin, len);
+      store_f32(y + 4 * i, scale);
+      continue;
+    }
+#endif
+    add_scaled(x + begin, one, e + begin, len, e + begin);
+    scale = sign_scale(e + begin, len);
+    store_f32(y + 4 * i, scale);
+  }
+  sign_bits_residual(e, chunks, a, y);
 }
 
 // minmax_uint8: per chunk the min and max (one pass), then the quantization, the decoded value

@@ -63,6 +63,10 @@ void add_scaled(const float* x, float a, const float* e, size_t n, float* out);
 // compiler fold the product into a negation, which flips it.
 void sign_encode_residual(float* corrected, size_t n, size_t chunk_size, float a, uint8_t* y);
 void minmax_uint8_encode_residual(float* corrected, size_t n, size_t chunk_size, float a, uint8_t* y);
+// Error feedback's whole step around sign: e := x + one e in the scales' pass (at AVX-512; before it
+// elsewhere), then sign_encode_residual's second pass.
+void sign_encode_feedback(const float* x, float one, float* e, size_t n, size_t chunk_size, float a,
+                          uint8_t* y);
 // Error feedback's whole step around minmax_uint8 in two passes: e := x + one e (add_scaled's
 // operations, `one` = 1) with each chunk's min and max taken on the way, then
 // minmax_uint8_encode_residual's second pass on e (the same bytes and floats as add_scaled followed by

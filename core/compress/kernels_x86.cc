@@ -464,6 +464,66 @@ BAGUA_AVX512 double sum_squares_avx512(const float* x, size_t len) {
   return sum + _mm512_reduce_add_pd(total);
 }
 
+BAGUA_AVX512 double sum_abs_avx512(const float* x, size_t len) {
+  const __m512i abs_mask = _mm512_set1_epi64(0x7FFFFFFFFFFFFFFFll);
+  __m512d acc[4] = {_mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd()};
+  size_t j = 0;
+  for (; j + 32 <= len; j += 32) {
+    for (int a = 0; a < 4; ++a) {
+      const __m512d d = _mm512_cvtps_pd(_mm256_loadu_ps(x + j + 8 * a));
+      acc[a] = _mm512_add_pd(acc[a],
+                             _mm512_castsi512_pd(_mm512_and_si512(_mm512_castpd_si512(d), abs_mask)));
+    }
+  }
+  double sum = 0;
+  for (; j < len; ++j)
+    sum += std::fabs(x[j]);
+  const __m512d total = _mm512_add_pd(_mm512_add_pd(acc[0], acc[1]), _mm512_add_pd(acc[2], acc[3]));
+  return sum + _mm512_reduce_add_pd(total);
+}
+
+BAGUA_AVX512 double add_sum_abs_avx512(const float* x, float one, float* e, size_t len) {
+  const __m512i abs_mask = _mm512_set1_epi64(0x7FFFFFFFFFFFFFFFll);
+  const __m512 a = _mm512_set1_ps(one);
+  __m512d acc[4] = {_mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd()};
+  size_t j = 0;
+  for (; j + 32 <= len; j += 32) {
+    for (int b = 0; b < 2; ++b) {
+      float* p = e + j + 16 * b;
+      const __m512 v =
+          _mm512_add_ps(_mm512_loadu_ps(x + j + 16 * b), _mm512_mul_ps(a, _mm512_loadu_ps(p)));
+      _mm512_storeu_ps(p, v);
+      const __m512d low = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
+      const __m512d high =
+          _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+      acc[2 * b] = _mm512_add_pd(
+          acc[2 * b], _mm512_castsi512_pd(_mm512_and_si512(_mm512_castpd_si512(low), abs_mask)));
+      acc[2 * b + 1] = _mm512_add_pd(
+          acc[2 * b + 1], _mm512_castsi512_pd(_mm512_and_si512(_mm512_castpd_si512(high), abs_mask)));
+    }
+  }
+  double sum = 0;
+  for (; j < len; ++j) {
+    e[j] = x[j] + one * e[j];
+    sum += std::fabs(e[j]);
+  }
+  const __m512d total = _mm512_add_pd(_mm512_add_pd(acc[0], acc[1]), _mm512_add_pd(acc[2], acc[3]));
+  return sum + _mm512_reduce_add_pd(total);
+}
+
+BAGUA_AVX512 void sign_bits_avx512(const float* x, size_t bytes, uint8_t* bits) {
+  const __m512 zero = _mm512_setzero_ps();
+  size_t b = 0;
+  for (; b + 2 <= bytes; b += 2) {
+    const auto mask =
+        static_cast<uint16_t>(_mm512_cmp_ps_mask(_mm512_loadu_ps(x + 8 * b), zero, _CMP_GE_OQ));
+    std::memcpy(bits + b, &mask, 2);  // little-endian: elements 8b .. 8b + 7 in byte b
+  }
+  if (b < bytes)
+    bits[b] = static_cast<uint8_t>(
+        _mm256_cmp_ps_mask(_mm256_loadu_ps(x + 8 * b), _mm256_setzero_ps(), _CMP_GE_OQ));
+}
+
 namespace {
 
 constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;  // common.h's Rng::next increment

@@ -66,6 +66,13 @@ void fp16_decode_avx512(const uint8_t* y, size_t n, float* x);
 //     elements narrowed to 8 bytes, then their low code_bits bits gathered by one bit extract (BMI2
 //     pext), code_bits bytes stored.
 double sum_squares_avx512(const float* x, size_t len);
+
+// sign (sign.h), AVX-512: the sum of |x| in double over 64 lanes (kernels.cc certifies the mean from
+// it); the same after e := x + one e (add_scaled's operations, `one` = 1), of the new e; and the bytes
+// of bits for `bytes` whole bytes (bit k of byte b: x[8b + k] >= 0, false for NaN).
+double sum_abs_avx512(const float* x, size_t len);
+double add_sum_abs_avx512(const float* x, float one, float* e, size_t len);
+void sign_bits_avx512(const float* x, size_t bytes, uint8_t* bits);
 void qsgd_codes_avx512(const float* x, size_t begin, size_t len, float levels_per_unit, float s,
                        int level_bits, uint64_t s0, uint32_t* codes);
 void pack_codes_avx512(const uint32_t* codes, size_t count, int code_bits, uint8_t* stream,

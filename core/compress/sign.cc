@@ -37,9 +37,9 @@ void SignCompressor::decode(const BufferView& in, const BufferView& out) {
 bool SignCompressor::encode_residual(const BufferView& x, const BufferView& residual,
                                      const BufferView& out) {
   if (!check_encode(*this, x, out)) return true;
-  float* e = residual.as<float>().data();
-  compress_kernels::add_scaled(x.as<float>().data(), 1.0f, e, x.count(), e);  // corrected = x + e
-  compress_kernels::sign_encode_residual(e, x.count(), chunk_size_, -1.0f, out.as<uint8_t>().data());
+  // corrected = x + 1 e with the chunks' scales, then the bits and the residual.
+  compress_kernels::sign_encode_feedback(x.as<float>().data(), 1.0f, residual.as<float>().data(),
+                                         x.count(), chunk_size_, -1.0f, out.as<uint8_t>().data());
   return true;
 }
 

@@ -314,38 +314,42 @@ TEST(CompressKernels, MinMaxOfZerosKeepsTheReferencesZero) {
 }
 
 TEST(CompressKernels, SignMatchesTheReference) {
-  for (Kind kind : kKinds) {
-    for (size_t n : kLengths) {
-      for (size_t chunk : kChunkSizes) {
-        const std::string what =
-            "sign " + name(kind) + " n=" + std::to_string(n) + " chunk=" + std::to_string(chunk);
-        const auto x = make(kind, n, static_cast<uint32_t>(n * 17 + chunk));
-        const SignCompressor c(chunk);
-        const auto bytes = static_cast<size_t>(c.encoded_bytes(n).count());
-        expect_same_encoding(
-            x, bytes, [&](const float* in, uint8_t* out) { fast::sign_encode(in, n, chunk, out); },
-            [&](const float* in, uint8_t* out) { ref::sign_encode(in, n, chunk, out); }, what);
-        const auto encoded = random_bytes(bytes, static_cast<uint32_t>(n + chunk));
-        expect_same_decoding(
-            encoded, n, [&](const uint8_t* in, float* out) { fast::sign_decode(in, n, chunk, out); },
-            [&](const uint8_t* in, float* out) { ref::sign_decode(in, n, chunk, out); },
-            what + " decode");
+  for_each_isa([&] {
+    for (Kind kind : kKinds) {
+      for (size_t n : kLengths) {
+        for (size_t chunk : kChunkSizes) {
+          const std::string what =
+              "sign " + name(kind) + " n=" + std::to_string(n) + " chunk=" + std::to_string(chunk);
+          const auto x = make(kind, n, static_cast<uint32_t>(n * 17 + chunk));
+          const SignCompressor c(chunk);
+          const auto bytes = static_cast<size_t>(c.encoded_bytes(n).count());
+          expect_same_encoding(
+              x, bytes, [&](const float* in, uint8_t* out) { fast::sign_encode(in, n, chunk, out); },
+              [&](const float* in, uint8_t* out) { ref::sign_encode(in, n, chunk, out); }, what);
+          const auto encoded = random_bytes(bytes, static_cast<uint32_t>(n + chunk));
+          expect_same_decoding(
+              encoded, n, [&](const uint8_t* in, float* out) { fast::sign_decode(in, n, chunk, out); },
+              [&](const uint8_t* in, float* out) { ref::sign_decode(in, n, chunk, out); },
+              what + " decode");
+        }
       }
     }
-  }
+  });
 }
 
 TEST(CompressKernels, SignScaleFallsBackWhereTheOrderCouldMatter) {
-  // Two elements, 1 and 2^-24: the mean 0.5 + 2^-25 is exactly halfway between two floats (0.5's ulp
-  // is 2^-24), so a sum a rounding error off would round the other way: the kernel must take the
-  // reference's sum, which rounds the tie to even, 0.5.
-  const float x[] = {1.0f, 0x1p-24f};
-  EXPECT_EQ(ref::sign_scale(x, 2), 0.5f);
-  EXPECT_EQ(fast::sign_scale(x, 2), 0.5f);
-  // Many terms of mixed magnitude, where sums in another order differ in their last bits.
-  const auto wide = make(Kind::kWide, 100000, 5);
-  EXPECT_EQ(std::bit_cast<uint32_t>(fast::sign_scale(wide.data(), wide.size())),
-            std::bit_cast<uint32_t>(ref::sign_scale(wide.data(), wide.size())));
+  for_each_isa([&] {
+    // Two elements, 1 and 2^-24: the mean 0.5 + 2^-25 is exactly halfway between two floats (0.5's ulp
+    // is 2^-24), so a sum a rounding error off would round the other way: the kernel must take the
+    // reference's sum, which rounds the tie to even, 0.5.
+    const float x[] = {1.0f, 0x1p-24f};
+    EXPECT_EQ(ref::sign_scale(x, 2), 0.5f);
+    EXPECT_EQ(fast::sign_scale(x, 2), 0.5f);
+    // Many terms of mixed magnitude, where sums in another order differ in their last bits.
+    const auto wide = make(Kind::kWide, 100000, 5);
+    EXPECT_EQ(std::bit_cast<uint32_t>(fast::sign_scale(wide.data(), wide.size())),
+              std::bit_cast<uint32_t>(ref::sign_scale(wide.data(), wide.size())));
+  });
 }
 
 TEST(CompressKernels, CastsMatchTheReference) {
@@ -525,6 +529,15 @@ TEST(CompressKernels, FusedErrorFeedbackMatchesTheReference) {
           const std::vector<float> x = make(Kind::kSpecial, n, static_cast<uint32_t>(n + 12));
           std::vector<float> e0 = make(kind, n, static_cast<uint32_t>(n + 13)), sum(n);
           ref::add_scaled(x.data(), one, e0.data(), n, sum.data());
+          expect_same_feedback(
+              sum, static_cast<size_t>(sign.encoded_bytes(n).count()),
+              [&](float* e, uint8_t* y) {
+                std::copy(e0.begin(), e0.end(), e);
+                fast::sign_encode_feedback(x.data(), one, e, n, chunk, minus_one, y);
+              },
+              [&](const float* in, uint8_t* y) { ref::sign_encode(in, n, chunk, y); },
+              [&](const uint8_t* y, float* out) { ref::sign_decode(y, n, chunk, out); },
+              "sign from x" + suffix);
           expect_same_feedback(
               sum, static_cast<size_t>(minmax.encoded_bytes(n).count()),
               [&](float* e, uint8_t* y) {
