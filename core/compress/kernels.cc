@@ -584,19 +584,28 @@ constexpr std::array<std::array<uint32_t, 8>, 256> kSetBits = [] {
 // floor was too high and the pass is redone from floor 0 (every element). The threshold, the k-th
 // largest key among the candidates, is then the k-th largest of all keys, and the candidates hold
 // every key at or above it, in index order: the kept elements and their order are the reference's.
+//
+// With `feedback_x` (error feedback, AVX-512 only), x is the residual e and the elements are
+// x + one e: the sample takes them so, and the first candidates' pass stores them into e.
+namespace {
+
 BAGUA_MULTIVERSION
-void topk_encode(const float* x, size_t n, size_t k, uint8_t* y, std::vector<uint32_t>& candidates) {
-  auto key = [x](size_t i) {
-    const uint32_t bits = std::bit_cast<uint32_t>(x[i]) & 0x7FFFFFFFu;
+void topk_select(const float* x, size_t n, size_t k, uint8_t* y, std::vector<uint32_t>& candidates,
+                 const float* feedback_x, float one) {
+  auto key_of = [](float v) {
+    const uint32_t bits = std::bit_cast<uint32_t>(v) & 0x7FFFFFFFu;
     return bits > 0x7F800000u ? 0x7F800000u : bits;
   };
+  auto key = [x, key_of](size_t i) { return key_of(x[i]); };
   // The sample: up to 1024 keys at a fixed stride; the floor: its key of rank 2 k / n of the sample,
   // plus 16 (the sample's own spread), or 0 when that rank falls past the sample.
   constexpr size_t kSample = 1024;
   const size_t samples = std::min(n, kSample);
   std::array<uint32_t, kSample> sample;
-  for (size_t s = 0; s < samples; ++s)
-    sample[s] = key(s * n / samples);
+  for (size_t s = 0; s < samples; ++s) {
+    const size_t i = s * n / samples;
+    sample[s] = feedback_x ? key_of(feedback_x[i] + one * x[i]) : key(i);
+  }
   const size_t rank = static_cast<size_t>(2.0 * static_cast<double>(samples) * static_cast<double>(k) /
                                           static_cast<double>(n)) +
                       16;
@@ -615,6 +624,17 @@ void topk_encode(const float* x, size_t n, size_t k, uint8_t* y, std::vector<uin
   for (;;) {
     count = 0;
     size_t i = 0;
+#if defined(BAGUA_X86_KERNELS)
+    if (feedback_x) {
+      count =
+          x86::topk_candidates_feedback_avx512(feedback_x, one, const_cast<float*>(x), n, floor, index);
+      feedback_x = nullptr;  // x now holds the elements
+      i = n;
+    } else if (isa() == Isa::kAvx512) {
+      count = x86::topk_candidates_avx512(x, n, floor, index);
+      i = n;
+    }
+#endif
 #if defined(__SSE2__)
     // Keys are below 2^31, so a signed comparison orders them; a NaN's magnitude (above
     // 0x7F800000) reaches any floor its key does.
@@ -683,6 +703,12 @@ void topk_encode(const float* x, size_t n, size_t k, uint8_t* y, std::vector<uin
     }
   }
   BAGUA_CHECK_EQ(j, k, "topk encode: elements kept");
+}
+
+}  // namespace
+
+void topk_encode(const float* x, size_t n, size_t k, uint8_t* y, std::vector<uint32_t>& candidates) {
+  topk_select(x, n, k, y, candidates, nullptr, 0.0f);
 }
 
 namespace {
@@ -1052,15 +1078,38 @@ void minmax_uint8_encode_feedback(const float* x, float one, float* e, size_t n,
 
 // topk: the encoding, then only the k kept elements change: e + a e. The others are e + a (+0) = e + (-0),
 // which is e (corrected, a sum, is never a signalling NaN).
-void topk_encode_residual(float* e, size_t n, size_t k, float a, uint8_t* y,
-                          std::vector<uint32_t>& candidates) {
-  topk_encode(e, n, k, y, candidates);
+namespace {
+
+void residual_of_kept(float* e, size_t k, float a, const uint8_t* y) {
   for (size_t j = 0; j < k; ++j) {
     int32_t index;
     std::memcpy(&index, y + 4 * j, 4);
     const float decoded = load_f32(y + 4 * k + 4 * j);
     e[index] = e[index] + a * decoded;
   }
+}
+
+}  // namespace
+
+void topk_encode_residual(float* e, size_t n, size_t k, float a, uint8_t* y,
+                          std::vector<uint32_t>& candidates) {
+  topk_encode(e, n, k, y, candidates);
+  residual_of_kept(e, k, a, y);
+}
+
+// The same from x: e := x + one e in the candidates' pass (AVX-512), or before it.
+void topk_encode_feedback(const float* x, float one, float* e, size_t n, size_t k, float a, uint8_t* y,
+                          std::vector<uint32_t>& candidates) {
+#if defined(BAGUA_X86_KERNELS)
+  if (isa() == Isa::kAvx512) {
+    topk_select(e, n, k, y, candidates, x, one);
+  } else
+#endif
+  {
+    add_scaled(x, one, e, n, e);
+    topk_encode(e, n, k, y, candidates);
+  }
+  residual_of_kept(e, k, a, y);
 }
 
 }  // namespace bagua::compress_kernels

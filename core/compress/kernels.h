@@ -75,5 +75,9 @@ void minmax_uint8_encode_feedback(const float* x, float one, float* e, size_t n,
                                   float a, uint8_t* y);
 void topk_encode_residual(float* corrected, size_t n, size_t k, float a, uint8_t* y,
                           std::vector<uint32_t>& candidates);
+// Error feedback's whole step around top-k: e := x + one e in the candidates' pass (at AVX-512;
+// before it elsewhere), then topk_encode_residual's update of the kept elements.
+void topk_encode_feedback(const float* x, float one, float* e, size_t n, size_t k, float a, uint8_t* y,
+                          std::vector<uint32_t>& candidates);
 
 }  // namespace bagua::compress_kernels

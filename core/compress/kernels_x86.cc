@@ -464,6 +464,60 @@ BAGUA_AVX512 double sum_squares_avx512(const float* x, size_t len) {
   return sum + _mm512_reduce_add_pd(total);
 }
 
+namespace {
+
+// Keys are below 2^31, so a signed comparison orders them; a NaN's magnitude (above 0x7F800000)
+// reaches any floor its key does. The block's candidates' indices are packed to the front of one
+// 16-lane store (vpcompressd), and the count advances by their number.
+template <bool kFeedback>
+BAGUA_AVX512 inline size_t topk_candidates(const float* x, float one, float* e, size_t n,
+                                           uint32_t floor, uint32_t* index) {
+  const __m512i below = _mm512_set1_epi32(static_cast<int32_t>(floor) - 1);
+  const __m512i magnitude = _mm512_set1_epi32(0x7FFFFFFF);
+  const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const __m512 a = _mm512_set1_ps(one);
+  size_t count = 0, i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m512 v;
+    if constexpr (kFeedback) {
+      v = _mm512_add_ps(_mm512_loadu_ps(x + i), _mm512_mul_ps(a, _mm512_loadu_ps(e + i)));
+      _mm512_storeu_ps(e + i, v);
+    } else {
+      v = _mm512_loadu_ps(x + i);
+    }
+    const __mmask16 mask =
+        _mm512_cmpgt_epi32_mask(_mm512_and_si512(_mm512_castps_si512(v), magnitude), below);
+    const __m512i indices = _mm512_add_epi32(iota, _mm512_set1_epi32(static_cast<int32_t>(i)));
+    _mm512_storeu_si512(index + count, _mm512_maskz_compress_epi32(mask, indices));
+    count += static_cast<size_t>(std::popcount(static_cast<unsigned>(mask)));
+  }
+  for (; i < n; ++i) {
+    float v;
+    if constexpr (kFeedback) {
+      v = x[i] + one * e[i];
+      e[i] = v;
+    } else {
+      v = x[i];
+    }
+    uint32_t key = std::bit_cast<uint32_t>(v) & 0x7FFFFFFFu;
+    key = key > 0x7F800000u ? 0x7F800000u : key;
+    index[count] = static_cast<uint32_t>(i);
+    count += key >= floor;
+  }
+  return count;
+}
+
+}  // namespace
+
+BAGUA_AVX512 size_t topk_candidates_avx512(const float* x, size_t n, uint32_t floor, uint32_t* index) {
+  return topk_candidates<false>(x, 0.0f, nullptr, n, floor, index);
+}
+
+BAGUA_AVX512 size_t topk_candidates_feedback_avx512(const float* x, float one, float* e, size_t n,
+                                                    uint32_t floor, uint32_t* index) {
+  return topk_candidates<true>(x, one, e, n, floor, index);
+}
+
 BAGUA_AVX512 double sum_abs_avx512(const float* x, size_t len) {
   const __m512i abs_mask = _mm512_set1_epi64(0x7FFFFFFFFFFFFFFFll);
   __m512d acc[4] = {_mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd()};

@@ -57,6 +57,13 @@ void fp16_encode_avx512(const float* x, size_t n, uint8_t* y);
 void fp16_decode_avx2(const uint8_t* y, size_t n, float* x);
 void fp16_decode_avx512(const uint8_t* y, size_t n, float* x);
 
+// top-k (topk.h), AVX-512: the indices of the elements whose key (|x|'s bits, a NaN's counted as
+// infinity's) is at least `floor`, in index order, into `index` (room for n + 16); returns their
+// number. The second form first makes e := x + one e (add_scaled's operations) and selects from it.
+size_t topk_candidates_avx512(const float* x, size_t n, uint32_t floor, uint32_t* index);
+size_t topk_candidates_feedback_avx512(const float* x, float one, float* e, size_t n, uint32_t floor,
+                                       uint32_t* index);
+
 // QSGD (qsgd.h), AVX-512 only (its draws are 64-bit multiplies, one instruction there):
 //   - the sum of x^2 in double over 64 lanes, each square exact (24-bit significands), so the fused
 //     multiply-add rounds as the product-then-add does; kernels.cc certifies the norm from it.

@@ -78,9 +78,9 @@ bool TopKCompressor::encode_residual(const BufferView& x, const BufferView& resi
   if (!check_encode(*this, x, out)) return true;
   const size_t n = x.count();
   check_index_range(*this, n);
-  float* e = residual.as<float>().data();
-  compress_kernels::add_scaled(x.as<float>().data(), 1.0f, e, n, e);  // corrected = x + e
-  compress_kernels::topk_encode_residual(e, n, k(n), -1.0f, out.as<uint8_t>().data(), candidates_);
+  // corrected = x + 1 e while the candidates are selected, then the kept elements' residual.
+  compress_kernels::topk_encode_feedback(x.as<float>().data(), 1.0f, residual.as<float>().data(), n,
+                                         k(n), -1.0f, out.as<uint8_t>().data(), candidates_);
   return true;
 }
 

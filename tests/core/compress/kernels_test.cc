@@ -405,40 +405,44 @@ TEST(CompressKernels, EveryHalfPatternAndEveryBf16RoundingCase) {
 }
 
 TEST(CompressKernels, TopKMatchesTheReference) {
-  for (Kind kind : kKinds) {
-    for (size_t n : kLengths) {
-      for (double ratio : {0.01, 0.3, 1.0}) {
-        const std::string what =
-            "topk " + name(kind) + " n=" + std::to_string(n) + " ratio=" + std::to_string(ratio);
-        const auto x = make(kind, n, static_cast<uint32_t>(n * 7));
-        const size_t k = sparse_k(ratio, n);
-        std::vector<uint32_t> scratch_a, scratch_b;
-        expect_same_encoding(
-            x, 8 * k,
-            [&](const float* in, uint8_t* out) { fast::topk_encode(in, n, k, out, scratch_a); },
-            [&](const float* in, uint8_t* out) { ref::topk_encode(in, n, k, out, scratch_b); }, what);
+  for_each_isa([&] {
+    for (Kind kind : kKinds) {
+      for (size_t n : kLengths) {
+        for (double ratio : {0.01, 0.3, 1.0}) {
+          const std::string what =
+              "topk " + name(kind) + " n=" + std::to_string(n) + " ratio=" + std::to_string(ratio);
+          const auto x = make(kind, n, static_cast<uint32_t>(n * 7));
+          const size_t k = sparse_k(ratio, n);
+          std::vector<uint32_t> scratch_a, scratch_b;
+          expect_same_encoding(
+              x, 8 * k,
+              [&](const float* in, uint8_t* out) { fast::topk_encode(in, n, k, out, scratch_a); },
+              [&](const float* in, uint8_t* out) { ref::topk_encode(in, n, k, out, scratch_b); }, what);
+        }
       }
     }
-  }
+  });
 }
 
 TEST(CompressKernels, TopKWhoseSampleMisleadsStillMatches) {
-  // The kernel picks its candidates' floor from a strided sample (1024 keys at stride n / 1024): make
-  // exactly the sampled elements large, so that fewer than k elements reach the floor and the kernel
-  // must redo its pass from floor 0.
-  const size_t n = 70001, samples = 1024;
-  std::vector<float> x = make(Kind::kNormal, n, 3);
-  for (size_t s = 0; s < samples; ++s)
-    x[s * n / samples] = 1.0f + static_cast<float>(s);
-  for (double ratio : {0.05, 0.3}) {
-    const size_t k = sparse_k(ratio, n);
-    ASSERT_GT(k, samples);
-    std::vector<uint32_t> scratch_a, scratch_b;
-    expect_same_encoding(
-        x, 8 * k, [&](const float* in, uint8_t* out) { fast::topk_encode(in, n, k, out, scratch_a); },
-        [&](const float* in, uint8_t* out) { ref::topk_encode(in, n, k, out, scratch_b); },
-        "topk misleading sample ratio=" + std::to_string(ratio));
-  }
+  for_each_isa([&] {
+    // The kernel picks its candidates' floor from a strided sample (1024 keys at stride n / 1024): make
+    // exactly the sampled elements large, so that fewer than k elements reach the floor and the kernel
+    // must redo its pass from floor 0.
+    const size_t n = 70001, samples = 1024;
+    std::vector<float> x = make(Kind::kNormal, n, 3);
+    for (size_t s = 0; s < samples; ++s)
+      x[s * n / samples] = 1.0f + static_cast<float>(s);
+    for (double ratio : {0.05, 0.3}) {
+      const size_t k = sparse_k(ratio, n);
+      ASSERT_GT(k, samples);
+      std::vector<uint32_t> scratch_a, scratch_b;
+      expect_same_encoding(
+          x, 8 * k, [&](const float* in, uint8_t* out) { fast::topk_encode(in, n, k, out, scratch_a); },
+          [&](const float* in, uint8_t* out) { ref::topk_encode(in, n, k, out, scratch_b); },
+          "topk misleading sample ratio=" + std::to_string(ratio));
+    }
+  });
 }
 
 TEST(CompressKernels, QsgdMatchesTheReference) {
@@ -564,6 +568,30 @@ TEST(CompressKernels, FusedErrorFeedbackMatchesTheReference) {
               }
             },
             "topk " + name(kind) + " n=" + std::to_string(n));
+        // The whole step from x, for a few ratios (the last keeps every element).
+        const std::vector<float> x = make(Kind::kSpecial, n, static_cast<uint32_t>(n + 14));
+        std::vector<float> e0 = make(kind, n, static_cast<uint32_t>(n + 15)), sum(n);
+        ref::add_scaled(x.data(), one, e0.data(), n, sum.data());
+        for (double ratio : {0.01, 0.05, 1.0}) {
+          const size_t kept = sparse_k(ratio, n);
+          expect_same_feedback(
+              sum, 8 * kept,
+              [&](float* e, uint8_t* y) {
+                std::copy(e0.begin(), e0.end(), e);
+                fast::topk_encode_feedback(x.data(), one, e, n, kept, minus_one, y, scratch_a);
+              },
+              [&](const float* in, uint8_t* y) { ref::topk_encode(in, n, kept, y, scratch_b); },
+              [&](const uint8_t* y, float* out) {
+                std::fill_n(out, n, 0.0f);
+                for (size_t j = 0; j < kept; ++j) {
+                  int32_t index;
+                  std::memcpy(&index, y + 4 * j, 4);
+                  std::memcpy(out + index, y + 4 * kept + 4 * j, 4);
+                }
+              },
+              "topk from x ratio=" + std::to_string(ratio) + " " + name(kind) +
+                  " n=" + std::to_string(n));
+        }
       }
     }
   });
