@@ -1,6 +1,7 @@
 // The compressors' host kernels, vectorised: the functions of core/compress/reference.h with the same
 // arguments and bit-identical results, at memory speed. Each is multiversioned (core/compress/simd.h):
-// AVX2 where the CPU has it, the x86-64 baseline otherwise.
+// AVX2 where the CPU has it, the x86-64 baseline otherwise; the hottest loops also have intrinsics
+// versions for AVX2 (with FMA, F16C) and AVX-512 (kernels_x86.h), taken at the level isa() names.
 //
 // Where the reference's result depends on the order of its operations, the kernels compute in another
 // order only where the result provably cannot differ, and fall back to the reference where it could:
@@ -15,6 +16,10 @@
 //     of the sum, so where the kernel's sum widened by twice that bound (and a margin) maps to one f32,
 //     the reference's sum maps to it too; otherwise (about 2^-10 of chunks at n = 2^18) the chunk is
 //     summed by the reference. A non-finite sum is always redone by the reference.
+//   - minmax_uint8's decode (q + lower_bound) / scale: a chunk's decoded values depend on its byte q
+//     alone, so the fast form (a reciprocal and one fused Newton step) is run on all 256 bytes and
+//     compared bit for bit with the division; a chunk whose grid differs anywhere (underflow,
+//     overflow, a zero or infinite scale) is decoded by the division.
 #pragma once
 
 #include <cstddef>

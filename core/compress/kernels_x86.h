@@ -36,8 +36,9 @@ void quantize_avx512(const float* x, size_t len, const Levels& l, uint8_t* q);
 // on all 256 bytes (a chunk's decoded values are a function of its byte alone), so where it holds,
 // decode_* is bit-identical on any input of the chunk. The divide is replaced by a product with
 // r = 1 / scale and one Newton correction, y = y0 + r (t - y0 scale) with both products fused
-// (Markstein's correctly rounded division, J.-M. Muller et al., "Handbook of Floating-Point
-// Arithmetic", 2nd ed., section 4.9), which can differ only where a result underflows or overflows.
+// (P. Markstein, "Computation of elementary functions on the IBM RISC System/6000 processor", IBM J.
+// Res. Develop. 34(1), 1990: correctly rounded away from underflow and overflow). The exhaustive
+// check, not the theorem, guarantees the bits; the tests include grids where it fails.
 bool decode_exact_avx2(const Levels& l);
 bool decode_exact_avx512(const Levels& l);
 void decode_avx2(const uint8_t* q, size_t len, const Levels& l, float* x);
