@@ -45,11 +45,14 @@ class Compressor {
   // floats and writes the encoding (and the reverse), at one flop per element.
   virtual Work encode_cost(size_t n) const;
   virtual Work decode_cost(size_t n) const;
-  // Error feedback's step (error_feedback.h) fused where a compressor can: encode `corrected` (n f32,
-  // host) into `out` (host), then replace `corrected` with corrected + (-1) D(out), element by element
-  // — the bits that encode, decode and axpy would give. Returns false (and does nothing) where the
-  // compressor has no fused form; error feedback then runs those three.
-  virtual bool encode_residual(const BufferView& corrected, const BufferView& out) { return false; }
+  // Error feedback's step (error_feedback.h) fused where a compressor can: replace `residual` (n f32,
+  // host) with corrected = x + 1 residual, encode corrected into `out` (host), then replace `residual`
+  // with corrected + (-1) D(out), element by element — the bits that add_scaled, encode, decode and
+  // add_scaled would give. Returns false (and does nothing) where the compressor has no fused form;
+  // error feedback then runs those four.
+  virtual bool encode_residual(const BufferView& x, const BufferView& residual, const BufferView& out) {
+    return false;
+  }
 };
 
 // Charge `clock` the modelled cost of encoding `in` (decoding into `out`), then do it: how a primitive

@@ -31,10 +31,10 @@ void ErrorFeedbackCompressor::encode(const BufferView& in, const BufferView& out
   }
   if (in.is_host() && out.is_host()) {
     // corrected lives in the residual's buffer: the float operations of copy then axpy (x + 1 e),
-    // then the inner compressor's fused step where it has one (encode, then corrected + (-1) D(c)).
+    // encode, then corrected + (-1) D(c) — the inner compressor's fused step where it has one.
+    if (inner_->encode_residual(in, residual_, out)) return;  // e = x + e, c = C(e), e = e - D(c)
     float* e = residual_.as<float>().data();
     compress_kernels::add_scaled(in.as<float>().data(), 1.0f, e, n, e);  // corrected = x + e
-    if (inner_->encode_residual(residual_, out)) return;  // c = C(corrected), e = corrected - D(c)
     if (decoded_.count() != n) decoded_ = Buffer::like(in, DType::kF32, n);
     inner_->encode(residual_, out);  // c = C(corrected)
     inner_->decode(out, decoded_);   // D(c)

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <functional>
@@ -15,6 +16,7 @@
 #include "core/check.h"
 #include "core/compress/cast.h"
 #include "core/compress/common.h"
+#include "core/compress/kernels_x86.h"
 #include "core/compress/minmax_uint8.h"
 #include "core/compress/reference.h"
 #include "core/compress/simd.h"
@@ -107,9 +109,68 @@ float certified_mean(double sum, size_t len, bool* known) {
 
 }  // namespace
 
-// reference::chunk_min_max in 32 lanes (order-free except for zeros: kernels.h).
+// ---- Instruction-set level ---------------------------------------------------------------------
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__ELF__)
+#define BAGUA_X86_KERNELS 1
+#endif
+
+std::string to_string(Isa level) {
+  switch (level) {
+    case Isa::kBaseline:
+      return "baseline";
+    case Isa::kAvx2:
+      return "avx2";
+    case Isa::kAvx512:
+      return "avx512";
+  }
+  return "?";
+}
+
+Isa cpu_isa() {
+#if defined(BAGUA_X86_KERNELS)
+  static const Isa level = [] {
+    __builtin_cpu_init();
+    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                      __builtin_cpu_supports("f16c");
+    const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+                        __builtin_cpu_supports("bmi2");
+    return avx2 && avx512 ? Isa::kAvx512 : avx2 ? Isa::kAvx2 : Isa::kBaseline;
+  }();
+  return level;
+#else
+  return Isa::kBaseline;
+#endif
+}
+
+namespace {
+
+std::atomic<int>& isa_in_use() {
+  static std::atomic<int> level{static_cast<int>(cpu_isa())};
+  return level;
+}
+
+}  // namespace
+
+Isa isa() {
+  return static_cast<Isa>(isa_in_use().load(std::memory_order_relaxed));
+}
+
+Isa limit_isa(Isa level) {
+  const Isa used = std::min(level, cpu_isa());
+  isa_in_use().store(static_cast<int>(used), std::memory_order_relaxed);
+  return used;
+}
+
+namespace {
+
+// The baseline's loops (simd.h's vectors), multiversioned.
+
+// reference::chunk_min_max in 32 lanes, before the zeros' check (order-free except for zeros:
+// kernels.h).
 BAGUA_MULTIVERSION
-std::pair<float, float> chunk_min_max(const float* x, size_t len) {
+std::pair<float, float> lane_min_max_generic(const float* x, size_t len) {
   F32x8 min[4], max[4];
   for (int a = 0; a < 4; ++a)
     min[a] = max[a] = splat<F32x8>(x[0]);
@@ -134,38 +195,179 @@ std::pair<float, float> chunk_min_max(const float* x, size_t len) {
     lo = x[j] < lo ? x[j] : lo;
     hi = x[j] > hi ? x[j] : hi;
   }
-  if (lo == 0.0f || hi == 0.0f) return compress_reference::chunk_min_max(x, len);  // which zero
   return {lo, hi};
 }
 
 BAGUA_MULTIVERSION
+void quantize_generic(const float* chunk, size_t len, const MinMaxUint8Compressor::Levels& l,
+                      uint8_t* q) {
+  size_t j = 0;
+  for (; j + 16 <= len; j += 16)
+    store_bytes16(q + j, quantize8(load<F32x8>(chunk + j), l),
+                  quantize8(load<F32x8>(chunk + j + 8), l));
+  for (; j < len; ++j)
+    q[j] = quantize1(chunk[j], l);
+}
+
+BAGUA_MULTIVERSION
+void divide_generic(const uint8_t* q, size_t len, const MinMaxUint8Compressor::Levels& l,
+                    float* chunk) {
+  size_t j = 0;
+  for (; j + 8 <= len; j += 8) {
+    const F32x8 level = bytes_to_f32(q + j);
+    store(chunk + j, (level + l.lower_bound) / l.scale);
+  }
+  for (; j < len; ++j)
+    chunk[j] = (static_cast<float>(q[j]) + l.lower_bound) / l.scale;
+}
+
+BAGUA_MULTIVERSION
+void quantize_residual_generic(float* chunk, size_t len, const MinMaxUint8Compressor::Levels& l,
+                               float a, uint8_t* q) {
+  size_t j = 0;
+  for (; j + 16 <= len; j += 16) {
+    store_bytes16(q + j, quantize8(load<F32x8>(chunk + j), l),
+                  quantize8(load<F32x8>(chunk + j + 8), l));
+    const F32x8 level_a = bytes_to_f32(q + j), level_b = bytes_to_f32(q + j + 8);
+    store(chunk + j, load<F32x8>(chunk + j) + a * ((level_a + l.lower_bound) / l.scale));
+    store(chunk + j + 8, load<F32x8>(chunk + j + 8) + a * ((level_b + l.lower_bound) / l.scale));
+  }
+  for (; j < len; ++j) {
+    q[j] = quantize1(chunk[j], l);
+    chunk[j] = chunk[j] + a * ((static_cast<float>(q[j]) + l.lower_bound) / l.scale);
+  }
+}
+
+// The lane-wise min and max at the level in use.
+std::pair<float, float> lane_min_max(const float* x, size_t len) {
+#if defined(BAGUA_X86_KERNELS)
+  switch (isa()) {
+    case Isa::kAvx512:
+      return x86::min_max_avx512(x, len);
+    case Isa::kAvx2:
+      return x86::min_max_avx2(x, len);
+    case Isa::kBaseline:
+      break;
+  }
+#endif
+  return lane_min_max_generic(x, len);
+}
+
+// A chunk's (min, max) from its lane-wise ones: the reference's where either is a zero (kernels.h).
+std::pair<float, float> checked_min_max(std::pair<float, float> lanes, const float* x, size_t len) {
+  if (lanes.first == 0.0f || lanes.second == 0.0f) return compress_reference::chunk_min_max(x, len);
+  return lanes;
+}
+
+void quantize(const float* chunk, size_t len, const MinMaxUint8Compressor::Levels& l, uint8_t* q) {
+#if defined(BAGUA_X86_KERNELS)
+  switch (isa()) {
+    case Isa::kAvx512:
+      return x86::quantize_avx512(chunk, len, l, q);
+    case Isa::kAvx2:
+      return x86::quantize_avx2(chunk, len, l, q);
+    case Isa::kBaseline:
+      break;
+  }
+#endif
+  quantize_generic(chunk, len, l, q);
+}
+
+// Below this many elements a chunk is decoded by division: certifying the fast decode costs 256
+// divisions (x86::decode_exact_*).
+constexpr size_t kCertifiedDecodeMin = 1024;
+
+// Whether the fast decode of the level in use is certified for l (x86::decode_exact_*).
+bool fast_decode_exact(const MinMaxUint8Compressor::Levels& l, size_t len) {
+#if defined(BAGUA_X86_KERNELS)
+  if (len < kCertifiedDecodeMin) return false;
+  switch (isa()) {
+    case Isa::kAvx512:
+      return x86::decode_exact_avx512(l);
+    case Isa::kAvx2:
+      return x86::decode_exact_avx2(l);
+    case Isa::kBaseline:
+      break;
+  }
+#endif
+  return false;
+}
+
+void dequantize(const uint8_t* q, size_t len, const MinMaxUint8Compressor::Levels& l, float* chunk) {
+#if defined(BAGUA_X86_KERNELS)
+  if (fast_decode_exact(l, len)) {
+    if (isa() == Isa::kAvx512) return x86::decode_avx512(q, len, l, chunk);
+    return x86::decode_avx2(q, len, l, chunk);
+  }
+#endif
+  divide_generic(q, len, l, chunk);
+}
+
+void quantize_residual(float* chunk, size_t len, const MinMaxUint8Compressor::Levels& l, float a,
+                       uint8_t* q) {
+#if defined(BAGUA_X86_KERNELS)
+  switch (isa()) {
+    case Isa::kAvx512:
+      return x86::quantize_residual_avx512(chunk, len, l, a, fast_decode_exact(l, len), q);
+    case Isa::kAvx2:
+      return x86::quantize_residual_avx2(chunk, len, l, a, fast_decode_exact(l, len), q);
+    case Isa::kBaseline:
+      break;
+  }
+#endif
+  quantize_residual_generic(chunk, len, l, a, q);
+}
+
+// e := x + one e over a chunk, with its lane-wise min and max.
+std::pair<float, float> add_lane_min_max(const float* x, float one, float* e, size_t len) {
+#if defined(BAGUA_X86_KERNELS)
+  switch (isa()) {
+    case Isa::kAvx512:
+      return x86::add_min_max_avx512(x, one, e, len);
+    case Isa::kAvx2:
+      return x86::add_min_max_avx2(x, one, e, len);
+    case Isa::kBaseline:
+      break;
+  }
+#endif
+  add_scaled(x, one, e, len, e);
+  return lane_min_max_generic(e, len);
+}
+
+// A record's header: min, max, then zeros.
+void store_header(uint8_t* record, float min, float max) {
+  store_f32(record, min);
+  store_f32(record + 4, max);
+  std::memset(record + 8, 0, MinMaxUint8Compressor::kHeaderBytes - 8);
+}
+
+void zero_padding(uint8_t* q, size_t len) {
+  std::memset(q + len, 0, align_up(len, MinMaxUint8Compressor::kAlignBytes) - len);
+}
+
+}  // namespace
+
+std::pair<float, float> chunk_min_max(const float* x, size_t len) {
+  return checked_min_max(lane_min_max(x, len), x, len);
+}
+
+// reference::minmax_uint8_encode: per chunk the min and max (one pass), then the bytes (a second).
 void minmax_uint8_encode(const float* x, size_t n, size_t chunk_size, uint8_t* y) {
-  constexpr size_t kHeaderBytes = MinMaxUint8Compressor::kHeaderBytes;
   const Chunking chunks(n, chunk_size);
   const size_t stride = minmax_record_bytes(chunks.chunk);
   for (size_t i = 0; i < chunks.count; ++i) {
     const float* chunk = x + chunks.begin(i);
     const size_t len = chunks.length(i);
     uint8_t* record = y + i * stride;
-
     const auto [min, max] = chunk_min_max(chunk, len);
-    store_f32(record, min);
-    store_f32(record + 4, max);
-    std::memset(record + 8, 0, kHeaderBytes - 8);
-
-    const MinMaxUint8Compressor::Levels l = MinMaxUint8Compressor::levels(min, max);
-    uint8_t* q = record + kHeaderBytes;
-    size_t j = 0;
-    for (; j + 16 <= len; j += 16)
-      store_bytes16(q + j, quantize8(load<F32x8>(chunk + j), l),
-                    quantize8(load<F32x8>(chunk + j + 8), l));
-    for (; j < len; ++j)
-      q[j] = quantize1(chunk[j], l);
-    std::memset(q + len, 0, align_up(len, MinMaxUint8Compressor::kAlignBytes) - len);
+    store_header(record, min, max);
+    uint8_t* q = record + MinMaxUint8Compressor::kHeaderBytes;
+    quantize(chunk, len, MinMaxUint8Compressor::levels(min, max), q);
+    zero_padding(q, len);
   }
 }
 
-BAGUA_MULTIVERSION
+// reference::minmax_uint8_decode: per chunk by the certified fast decode, or by the division.
 void minmax_uint8_decode(const uint8_t* y, size_t n, size_t chunk_size, float* x) {
   const Chunking chunks(n, chunk_size);
   const size_t stride = minmax_record_bytes(chunks.chunk);
@@ -173,22 +375,18 @@ void minmax_uint8_decode(const uint8_t* y, size_t n, size_t chunk_size, float* x
     const uint8_t* record = y + i * stride;
     const MinMaxUint8Compressor::Levels l =
         MinMaxUint8Compressor::levels(load_f32(record), load_f32(record + 4));
-    const uint8_t* q = record + MinMaxUint8Compressor::kHeaderBytes;
-    float* chunk = x + chunks.begin(i);
-    const size_t len = chunks.length(i);
-    size_t j = 0;
-    for (; j + 8 <= len; j += 8) {
-      const F32x8 level = bytes_to_f32(q + j);
-      store(chunk + j, (level + l.lower_bound) / l.scale);
-    }
-    for (; j < len; ++j)
-      chunk[j] = (static_cast<float>(q[j]) + l.lower_bound) / l.scale;
+    dequantize(record + MinMaxUint8Compressor::kHeaderBytes, chunks.length(i), l, x + chunks.begin(i));
   }
 }
 
 float sign_scale(const float* x, size_t len) {
   bool known = false;
-  const float mean = certified_mean(sum_abs(x, len), len, &known);
+#if defined(BAGUA_X86_KERNELS)
+  const double sum = isa() == Isa::kAvx512 ? x86::sum_abs_avx512(x, len) : sum_abs(x, len);
+#else
+  const double sum = sum_abs(x, len);
+#endif
+  const float mean = certified_mean(sum, len, &known);
   return known ? mean : compress_reference::sign_scale(x, len);
 }
 
@@ -200,6 +398,12 @@ void sign_encode(const float* x, size_t n, size_t chunk_size, uint8_t* y) {
   uint8_t* bits = y + 4 * chunks.count;
   const size_t full_bytes = n / 8;
   size_t b = 0;
+#if defined(BAGUA_X86_KERNELS)
+  if (isa() == Isa::kAvx512) {
+    x86::sign_bits_avx512(x, full_bytes, bits);
+    b = full_bytes;
+  }
+#endif
 #if defined(__SSE2__)
   // Bit k of byte b is x[8b + k] >= 0 (false for NaN): a comparison, then the lanes' sign bits.
   const __m128 zero = _mm_setzero_ps();
@@ -250,9 +454,11 @@ void sign_decode(const uint8_t* y, size_t n, size_t chunk_size, float* x) {
   }
 }
 
+namespace {
+
 // cast.cc's f32_to_f16_bits, lane by lane: every case computed, then selected.
 BAGUA_MULTIVERSION
-void fp16_encode(const float* x, size_t n, uint8_t* y) {
+void fp16_encode_generic(const float* x, size_t n, uint8_t* y) {
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
     // Magnitudes are below 2^31, so signed lane comparisons order them (AVX2 has no unsigned ones).
@@ -280,7 +486,7 @@ void fp16_encode(const float* x, size_t n, uint8_t* y) {
 
 // cast.cc's f16_bits_to_f32, lane by lane.
 BAGUA_MULTIVERSION
-void fp16_decode(const uint8_t* y, size_t n, float* x) {
+void fp16_decode_generic(const uint8_t* y, size_t n, float* x) {
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
     const U32x8 h = __builtin_convertvector(load<U16x8>(y + 2 * i), U32x8);
@@ -298,6 +504,36 @@ void fp16_decode(const uint8_t* y, size_t n, float* x) {
     std::memcpy(&h, y + 2 * i, 2);
     x[i] = f16_bits_to_f32(h);
   }
+}
+
+}  // namespace
+
+void fp16_encode(const float* x, size_t n, uint8_t* y) {
+#if defined(BAGUA_X86_KERNELS)
+  switch (isa()) {
+    case Isa::kAvx512:
+      return x86::fp16_encode_avx512(x, n, y);
+    case Isa::kAvx2:
+      return x86::fp16_encode_avx2(x, n, y);
+    case Isa::kBaseline:
+      break;
+  }
+#endif
+  fp16_encode_generic(x, n, y);
+}
+
+void fp16_decode(const uint8_t* y, size_t n, float* x) {
+#if defined(BAGUA_X86_KERNELS)
+  switch (isa()) {
+    case Isa::kAvx512:
+      return x86::fp16_decode_avx512(y, n, x);
+    case Isa::kAvx2:
+      return x86::fp16_decode_avx2(y, n, x);
+    case Isa::kBaseline:
+      break;
+  }
+#endif
+  fp16_decode_generic(y, n, x);
 }
 
 // cast.cc's f32_to_bf16_bits, lane by lane.
@@ -348,19 +584,28 @@ constexpr std::array<std::array<uint32_t, 8>, 256> kSetBits = [] {
 // floor was too high and the pass is redone from floor 0 (every element). The threshold, the k-th
 // largest key among the candidates, is then the k-th largest of all keys, and the candidates hold
 // every key at or above it, in index order: the kept elements and their order are the reference's.
+//
+// With `feedback_x` (error feedback, AVX-512 only), x is the residual e and the elements are
+// x + one e: the sample takes them so, and the first candidates' pass stores them into e.
+namespace {
+
 BAGUA_MULTIVERSION
-void topk_encode(const float* x, size_t n, size_t k, uint8_t* y, std::vector<uint32_t>& candidates) {
-  auto key = [x](size_t i) {
-    const uint32_t bits = std::bit_cast<uint32_t>(x[i]) & 0x7FFFFFFFu;
+void topk_select(const float* x, size_t n, size_t k, uint8_t* y, std::vector<uint32_t>& candidates,
+                 const float* feedback_x, float one) {
+  auto key_of = [](float v) {
+    const uint32_t bits = std::bit_cast<uint32_t>(v) & 0x7FFFFFFFu;
     return bits > 0x7F800000u ? 0x7F800000u : bits;
   };
+  auto key = [x, key_of](size_t i) { return key_of(x[i]); };
   // The sample: up to 1024 keys at a fixed stride; the floor: its key of rank 2 k / n of the sample,
   // plus 16 (the sample's own spread), or 0 when that rank falls past the sample.
   constexpr size_t kSample = 1024;
   const size_t samples = std::min(n, kSample);
   std::array<uint32_t, kSample> sample;
-  for (size_t s = 0; s < samples; ++s)
-    sample[s] = key(s * n / samples);
+  for (size_t s = 0; s < samples; ++s) {
+    const size_t i = s * n / samples;
+    sample[s] = feedback_x ? key_of(feedback_x[i] + one * x[i]) : key(i);
+  }
   const size_t rank = static_cast<size_t>(2.0 * static_cast<double>(samples) * static_cast<double>(k) /
                                           static_cast<double>(n)) +
                       16;
@@ -379,6 +624,17 @@ void topk_encode(const float* x, size_t n, size_t k, uint8_t* y, std::vector<uin
   for (;;) {
     count = 0;
     size_t i = 0;
+#if defined(BAGUA_X86_KERNELS)
+    if (feedback_x) {
+      count =
+          x86::topk_candidates_feedback_avx512(feedback_x, one, const_cast<float*>(x), n, floor, index);
+      feedback_x = nullptr;  // x now holds the elements
+      i = n;
+    } else if (isa() == Isa::kAvx512) {
+      count = x86::topk_candidates_avx512(x, n, floor, index);
+      i = n;
+    }
+#endif
 #if defined(__SSE2__)
     // Keys are below 2^31, so a signed comparison orders them; a NaN's magnitude (above
     // 0x7F800000) reaches any floor its key does.
@@ -449,6 +705,12 @@ void topk_encode(const float* x, size_t n, size_t k, uint8_t* y, std::vector<uin
   BAGUA_CHECK_EQ(j, k, "topk encode: elements kept");
 }
 
+}  // namespace
+
+void topk_encode(const float* x, size_t n, size_t k, uint8_t* y, std::vector<uint32_t>& candidates) {
+  topk_select(x, n, k, y, candidates, nullptr, 0.0f);
+}
+
 namespace {
 
 // Sum of x^2 in double over 32 lanes (each square exact: a float's 24-bit significand squared fits
@@ -472,7 +734,11 @@ double sum_squares(const float* x, size_t len) {
 
 // f32(sqrt(sum of squares)) of a chunk, the reference's value (kernels.h: certified, or redone).
 float qsgd_norm(const float* x, size_t len) {
+#if defined(BAGUA_X86_KERNELS)
+  const double sum = isa() == Isa::kAvx512 ? x86::sum_squares_avx512(x, len) : sum_squares(x, len);
+#else
   const double sum = sum_squares(x, len);
+#endif
   if (std::isfinite(sum)) {
     const double delta = 4.0 * static_cast<double>(len + 2) * 0x1p-53;
     const auto lo = static_cast<float>(std::sqrt(sum * (1.0 - delta)));
@@ -537,17 +803,8 @@ inline F32x4 uniform4(U64x4 state) {
   }
 }
 
-// The body compiled three ways: for AVX-512 (DQ and VL: the draws' 64-bit lane multiplies in one
-// instruction; FMA comes with it, which the fp-contract pragma above keeps from fusing any a * b + c),
-// and for AVX2 and the baseline (target_clones); the first whose features the CPU has is taken.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__ELF__)
-__attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx2,fma,bmi2"))) void qsgd_codes_avx512(
-    const float* x, size_t begin, size_t len, float levels_per_unit, float s, int level_bits,
-    uint64_t s0, uint32_t* codes) {
-  qsgd_codes_body(x, begin, len, levels_per_unit, s, level_bits, s0, codes);
-}
-#endif
-
+// The body for the baseline and AVX2 (target_clones); AVX-512 has its own (kernels_x86.h), whose
+// draws' 64-bit lane multiplies are one instruction.
 BAGUA_MULTIVERSION void qsgd_codes_generic(const float* x, size_t begin, size_t len,
                                            float levels_per_unit, float s, int level_bits, uint64_t s0,
                                            uint32_t* codes) {
@@ -556,10 +813,9 @@ BAGUA_MULTIVERSION void qsgd_codes_generic(const float* x, size_t begin, size_t 
 
 void qsgd_codes(const float* x, size_t begin, size_t len, float levels_per_unit, float s,
                 int level_bits, uint64_t s0, uint32_t* codes) {
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__ELF__)
-  static const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-                             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
-  if (avx512) return qsgd_codes_avx512(x, begin, len, levels_per_unit, s, level_bits, s0, codes);
+#if defined(BAGUA_X86_KERNELS)
+  if (isa() == Isa::kAvx512)
+    return x86::qsgd_codes_avx512(x, begin, len, levels_per_unit, s, level_bits, s0, codes);
 #endif
   qsgd_codes_generic(x, begin, len, levels_per_unit, s, level_bits, s0, codes);
 }
@@ -613,6 +869,14 @@ void qsgd_encode(const float* x, size_t n, size_t chunk_size, uint32_t levels, u
       e = end;
     }
     size_t e = tile;
+#if defined(BAGUA_X86_KERNELS)
+    if (code_bits <= 8 && isa() == Isa::kAvx512) {
+      const size_t blocks = (tile_end - tile) / 8;
+      x86::pack_codes_avx512(codes, 8 * blocks, code_bits, stream, stream_end);
+      stream += blocks * static_cast<size_t>(code_bits);
+      e += 8 * blocks;
+    }
+#endif
     if (code_bits <= 8) {
       // Every tile starts at a multiple of 8, where the bit writer is empty.
       for (; e + 8 <= tile_end; e += 8) {
@@ -710,13 +974,12 @@ void add_scaled(const float* x, float a, const float* e, size_t n, float* out) {
 
 // ---- Error feedback's fused steps ------------------------------------------------------------------
 
-// sign: the scales (one pass), then per block of 8 elements of one chunk the byte of bits and the
-// residual e + a (+-scale) (a second pass); elements of a byte shared by two chunks one at a time.
+namespace {
+
+// sign's second pass, the chunks' scales stored: per block of 8 elements of one chunk the byte of
+// bits and the residual e + a (+-scale); elements of a byte shared by two chunks one at a time.
 BAGUA_MULTIVERSION
-void sign_encode_residual(float* e, size_t n, size_t chunk_size, float a, uint8_t* y) {
-  const Chunking chunks(n, chunk_size);
-  for (size_t i = 0; i < chunks.count; ++i)
-    store_f32(y + 4 * i, sign_scale(e + chunks.begin(i), chunks.length(i)));
+void sign_bits_residual(float* e, const Chunking& chunks, float a, uint8_t* y) {
   uint8_t* bits = y + 4 * chunks.count;
   for (size_t i = 0; i < chunks.count; ++i) {
     const uint32_t magnitude = std::bit_cast<uint32_t>(load_f32(y + 4 * i));
@@ -744,11 +1007,42 @@ void sign_encode_residual(float* e, size_t n, size_t chunk_size, float a, uint8_
   }
 }
 
+}  // namespace
+
+// sign: the scales (one pass), then sign_bits_residual (a second).
+void sign_encode_residual(float* e, size_t n, size_t chunk_size, float a, uint8_t* y) {
+  const Chunking chunks(n, chunk_size);
+  for (size_t i = 0; i < chunks.count; ++i)
+    store_f32(y + 4 * i, sign_scale(e + chunks.begin(i), chunks.length(i)));
+  sign_bits_residual(e, chunks, a, y);
+}
+
+// The same with e := x + one e in the scales' pass.
+void sign_encode_feedback(const float* x, float one, float* e, size_t n, size_t chunk_size, float a,
+                          uint8_t* y) {
+  const Chunking chunks(n, chunk_size);
+  for (size_t i = 0; i < chunks.count; ++i) {
+    const size_t begin = chunks.begin(i), len = chunks.length(i);
+    float scale;
+#if defined(BAGUA_X86_KERNELS)
+    if (isa() == Isa::kAvx512) {
+      bool known = false;
+      scale = certified_mean(x86::add_sum_abs_avx512(x + begin, one, e + begin, len), len, &known);
+      if (!known) scale = compress_reference::sign_scale(e + begin, len);
+      store_f32(y + 4 * i, scale);
+      continue;
+    }
+#endif
+    add_scaled(x + begin, one, e + begin, len, e + begin);
+    scale = sign_scale(e + begin, len);
+    store_f32(y + 4 * i, scale);
+  }
+  sign_bits_residual(e, chunks, a, y);
+}
+
 // minmax_uint8: per chunk the min and max (one pass), then the quantization, the decoded value
 // (q + lower_bound) / scale of the stored byte q and the residual (a second pass).
-BAGUA_MULTIVERSION
 void minmax_uint8_encode_residual(float* e, size_t n, size_t chunk_size, float a, uint8_t* y) {
-  constexpr size_t kHeaderBytes = MinMaxUint8Compressor::kHeaderBytes;
   const Chunking chunks(n, chunk_size);
   const size_t stride = minmax_record_bytes(chunks.chunk);
   for (size_t i = 0; i < chunks.count; ++i) {
@@ -756,38 +1050,66 @@ void minmax_uint8_encode_residual(float* e, size_t n, size_t chunk_size, float a
     const size_t len = chunks.length(i);
     uint8_t* record = y + i * stride;
     const auto [min, max] = chunk_min_max(chunk, len);
-    store_f32(record, min);
-    store_f32(record + 4, max);
-    std::memset(record + 8, 0, kHeaderBytes - 8);
-    const MinMaxUint8Compressor::Levels l = MinMaxUint8Compressor::levels(min, max);
-    uint8_t* q = record + kHeaderBytes;
-    size_t j = 0;
-    for (; j + 16 <= len; j += 16) {
-      store_bytes16(q + j, quantize8(load<F32x8>(chunk + j), l),
-                    quantize8(load<F32x8>(chunk + j + 8), l));
-      const F32x8 level_a = bytes_to_f32(q + j), level_b = bytes_to_f32(q + j + 8);
-      store(chunk + j, load<F32x8>(chunk + j) + a * ((level_a + l.lower_bound) / l.scale));
-      store(chunk + j + 8, load<F32x8>(chunk + j + 8) + a * ((level_b + l.lower_bound) / l.scale));
-    }
-    for (; j < len; ++j) {
-      q[j] = quantize1(chunk[j], l);
-      chunk[j] = chunk[j] + a * ((static_cast<float>(q[j]) + l.lower_bound) / l.scale);
-    }
-    std::memset(q + len, 0, align_up(len, MinMaxUint8Compressor::kAlignBytes) - len);
+    store_header(record, min, max);
+    uint8_t* q = record + MinMaxUint8Compressor::kHeaderBytes;
+    quantize_residual(chunk, len, MinMaxUint8Compressor::levels(min, max), a, q);
+    zero_padding(q, len);
+  }
+}
+
+// The same with the corrected gradient's sum in the first pass: per chunk e := x + one e and its min
+// and max (one pass), then the second pass above.
+void minmax_uint8_encode_feedback(const float* x, float one, float* e, size_t n, size_t chunk_size,
+                                  float a, uint8_t* y) {
+  const Chunking chunks(n, chunk_size);
+  const size_t stride = minmax_record_bytes(chunks.chunk);
+  for (size_t i = 0; i < chunks.count; ++i) {
+    float* chunk = e + chunks.begin(i);
+    const size_t len = chunks.length(i);
+    uint8_t* record = y + i * stride;
+    const auto [min, max] =
+        checked_min_max(add_lane_min_max(x + chunks.begin(i), one, chunk, len), chunk, len);
+    store_header(record, min, max);
+    uint8_t* q = record + MinMaxUint8Compressor::kHeaderBytes;
+    quantize_residual(chunk, len, MinMaxUint8Compressor::levels(min, max), a, q);
+    zero_padding(q, len);
   }
 }
 
 // topk: the encoding, then only the k kept elements change: e + a e. The others are e + a (+0) = e + (-0),
 // which is e (corrected, a sum, is never a signalling NaN).
-void topk_encode_residual(float* e, size_t n, size_t k, float a, uint8_t* y,
-                          std::vector<uint32_t>& candidates) {
-  topk_encode(e, n, k, y, candidates);
+namespace {
+
+void residual_of_kept(float* e, size_t k, float a, const uint8_t* y) {
   for (size_t j = 0; j < k; ++j) {
     int32_t index;
     std::memcpy(&index, y + 4 * j, 4);
     const float decoded = load_f32(y + 4 * k + 4 * j);
     e[index] = e[index] + a * decoded;
   }
+}
+
+}  // namespace
+
+void topk_encode_residual(float* e, size_t n, size_t k, float a, uint8_t* y,
+                          std::vector<uint32_t>& candidates) {
+  topk_encode(e, n, k, y, candidates);
+  residual_of_kept(e, k, a, y);
+}
+
+// The same from x: e := x + one e in the candidates' pass (AVX-512), or before it.
+void topk_encode_feedback(const float* x, float one, float* e, size_t n, size_t k, float a, uint8_t* y,
+                          std::vector<uint32_t>& candidates) {
+#if defined(BAGUA_X86_KERNELS)
+  if (isa() == Isa::kAvx512) {
+    topk_select(e, n, k, y, candidates, x, one);
+  } else
+#endif
+  {
+    add_scaled(x, one, e, n, e);
+    topk_encode(e, n, k, y, candidates);
+  }
+  residual_of_kept(e, k, a, y);
 }
 
 }  // namespace bagua::compress_kernels

@@ -1,6 +1,7 @@
 // The compressors' host kernels, vectorised: the functions of core/compress/reference.h with the same
 // arguments and bit-identical results, at memory speed. Each is multiversioned (core/compress/simd.h):
-// AVX2 where the CPU has it, the x86-64 baseline otherwise.
+// AVX2 where the CPU has it, the x86-64 baseline otherwise; the hottest loops also have intrinsics
+// versions for AVX2 (with FMA, F16C) and AVX-512 (kernels_x86.h), taken at the level isa() names.
 //
 // Where the reference's result depends on the order of its operations, the kernels compute in another
 // order only where the result provably cannot differ, and fall back to the reference where it could:
@@ -15,14 +16,29 @@
 //     of the sum, so where the kernel's sum widened by twice that bound (and a margin) maps to one f32,
 //     the reference's sum maps to it too; otherwise (about 2^-10 of chunks at n = 2^18) the chunk is
 //     summed by the reference. A non-finite sum is always redone by the reference.
+//   - minmax_uint8's decode (q + lower_bound) / scale: a chunk's decoded values depend on its byte q
+//     alone, so the fast form (a reciprocal and one fused Newton step) is run on all 256 bytes and
+//     compared bit for bit with the division; a chunk whose grid differs anywhere (underflow,
+//     overflow, a zero or infinite scale) is decoded by the division.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
 namespace bagua::compress_kernels {
+
+// The instruction-set level of the kernels written with intrinsics (kernels_x86.h): the x86-64
+// baseline (the vectors of simd.h, multiversioned), AVX2 with FMA and F16C, or AVX-512 (F, BW, DQ,
+// VL, with BMI2). Chosen once from the CPU's features; tests lower it to run every level the CPU has.
+enum class Isa { kBaseline, kAvx2, kAvx512 };
+std::string to_string(Isa isa);
+Isa cpu_isa();  // the highest level this CPU runs
+Isa isa();      // the level in use: cpu_isa() unless lowered
+// Use at most `level` (never above cpu_isa()); returns the level now in use.
+Isa limit_isa(Isa level);
 
 std::pair<float, float> chunk_min_max(const float* x, size_t len);
 void minmax_uint8_encode(const float* x, size_t n, size_t chunk_size, uint8_t* y);
@@ -52,7 +68,21 @@ void add_scaled(const float* x, float a, const float* e, size_t n, float* out);
 // compiler fold the product into a negation, which flips it.
 void sign_encode_residual(float* corrected, size_t n, size_t chunk_size, float a, uint8_t* y);
 void minmax_uint8_encode_residual(float* corrected, size_t n, size_t chunk_size, float a, uint8_t* y);
+// Error feedback's whole step around sign: e := x + one e in the scales' pass (at AVX-512; before it
+// elsewhere), then sign_encode_residual's second pass.
+void sign_encode_feedback(const float* x, float one, float* e, size_t n, size_t chunk_size, float a,
+                          uint8_t* y);
+// Error feedback's whole step around minmax_uint8 in two passes: e := x + one e (add_scaled's
+// operations, `one` = 1) with each chunk's min and max taken on the way, then
+// minmax_uint8_encode_residual's second pass on e (the same bytes and floats as add_scaled followed by
+// minmax_uint8_encode_residual).
+void minmax_uint8_encode_feedback(const float* x, float one, float* e, size_t n, size_t chunk_size,
+                                  float a, uint8_t* y);
 void topk_encode_residual(float* corrected, size_t n, size_t k, float a, uint8_t* y,
+                          std::vector<uint32_t>& candidates);
+// Error feedback's whole step around top-k: e := x + one e in the candidates' pass (at AVX-512;
+// before it elsewhere), then topk_encode_residual's update of the kept elements.
+void topk_encode_feedback(const float* x, float one, float* e, size_t n, size_t k, float a, uint8_t* y,
                           std::vector<uint32_t>& candidates);
 
 }  // namespace bagua::compress_kernels

@@ -54,10 +54,13 @@ void MinMaxUint8Compressor::decode(const BufferView& in, const BufferView& out) 
                                         out.as<float>().data());
 }
 
-bool MinMaxUint8Compressor::encode_residual(const BufferView& corrected, const BufferView& out) {
-  if (!check_encode(*this, corrected, out)) return true;
-  compress_kernels::minmax_uint8_encode_residual(corrected.as<float>().data(), corrected.count(),
-                                                 chunk_size_, -1.0f, out.as<uint8_t>().data());
+bool MinMaxUint8Compressor::encode_residual(const BufferView& x, const BufferView& residual,
+                                            const BufferView& out) {
+  if (!check_encode(*this, x, out)) return true;
+  // corrected = x + 1 e and each chunk's min and max in one pass, then the bytes and the residual.
+  compress_kernels::minmax_uint8_encode_feedback(x.as<float>().data(), 1.0f,
+                                                 residual.as<float>().data(), x.count(), chunk_size_,
+                                                 -1.0f, out.as<uint8_t>().data());
   return true;
 }
 

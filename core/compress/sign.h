@@ -31,7 +31,7 @@ class SignCompressor final : public Compressor {
   Bytes encoded_bytes(size_t n) const override;
   void encode(const BufferView& in, const BufferView& out) override;
   void decode(const BufferView& in, const BufferView& out) override;
-  bool encode_residual(const BufferView& corrected, const BufferView& out) override;
+  bool encode_residual(const BufferView& x, const BufferView& residual, const BufferView& out) override;
   Work encode_cost(size_t n) const override;
   Work decode_cost(size_t n) const override;
 

@@ -73,12 +73,14 @@ void TopKCompressor::decode(const BufferView& in, const BufferView& out) {
   }
 }
 
-bool TopKCompressor::encode_residual(const BufferView& corrected, const BufferView& out) {
-  if (!check_encode(*this, corrected, out)) return true;
-  const size_t n = corrected.count();
+bool TopKCompressor::encode_residual(const BufferView& x, const BufferView& residual,
+                                     const BufferView& out) {
+  if (!check_encode(*this, x, out)) return true;
+  const size_t n = x.count();
   check_index_range(*this, n);
-  compress_kernels::topk_encode_residual(corrected.as<float>().data(), n, k(n), -1.0f,
-                                         out.as<uint8_t>().data(), candidates_);
+  // corrected = x + 1 e while the candidates are selected, then the kept elements' residual.
+  compress_kernels::topk_encode_feedback(x.as<float>().data(), 1.0f, residual.as<float>().data(), n,
+                                         k(n), -1.0f, out.as<uint8_t>().data(), candidates_);
   return true;
 }
 

@@ -1,0 +1,677 @@
+// The AVX2 and AVX-512 kernels of kernels_x86.h. Each loop is the reference's (reference.cc) per
+// element, eight or sixteen lanes at a time, every lane operation the IEEE operation the reference
+// does (kernels.h, simd.h); where an instruction does more or less than the reference's expression,
+// its comment says why the bytes are the same.
+#include "core/compress/kernels_x86.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__ELF__)
+
+// GCC 12's AVX-512 intrinsics start some results from _mm512_undefined_*(), a self-initialised
+// variable, which its uninitialised-use warnings flag at every inlined call (a false positive).
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+#include "core/compress/cast.h"
+#include "core/compress/common.h"
+
+// No a * b + c may be contracted into a fused multiply-add: both levels have FMA instructions, and the
+// reference rounds the product. The fused operations below are written as such.
+#pragma GCC optimize("fp-contract=off")
+
+#define BAGUA_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define BAGUA_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c,bmi2")))
+
+namespace bagua::compress_kernels::x86 {
+
+namespace {
+
+// ---- min and max -------------------------------------------------------------------------------
+// vminps(a, b) is a < b ? a : b, and vmaxps(a, b) is a > b ? a : b (Intel SDM, MINPS/MAXPS: "the
+// second operand is returned" for equal zeros and for a NaN), so min(v, lo) is the reference's
+// `v < lo ? v : lo`.
+
+BAGUA_AVX2 inline std::pair<float, float> finish_min_max(__m256 lo, __m256 hi, const float* x, size_t j,
+                                                         size_t len) {
+  float lo_lanes[8], hi_lanes[8];
+  _mm256_storeu_ps(lo_lanes, lo);
+  _mm256_storeu_ps(hi_lanes, hi);
+  float a = lo_lanes[0], b = hi_lanes[0];
+  for (int l = 1; l < 8; ++l) {
+    a = lo_lanes[l] < a ? lo_lanes[l] : a;
+    b = hi_lanes[l] > b ? hi_lanes[l] : b;
+  }
+  for (; j < len; ++j) {
+    a = x[j] < a ? x[j] : a;
+    b = x[j] > b ? x[j] : b;
+  }
+  return {a, b};
+}
+
+BAGUA_AVX512 inline std::pair<float, float> finish_min_max512(__m512 lo, __m512 hi, const float* x,
+                                                              size_t j, size_t len) {
+  const __m256 lo8 = _mm256_min_ps(_mm512_castps512_ps256(lo),
+                                   _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(lo), 1)));
+  const __m256 hi8 = _mm256_max_ps(_mm512_castps512_ps256(hi),
+                                   _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(hi), 1)));
+  float lo_lanes[8], hi_lanes[8];
+  _mm256_storeu_ps(lo_lanes, lo8);
+  _mm256_storeu_ps(hi_lanes, hi8);
+  float a = lo_lanes[0], b = hi_lanes[0];
+  for (int l = 1; l < 8; ++l) {
+    a = lo_lanes[l] < a ? lo_lanes[l] : a;
+    b = hi_lanes[l] > b ? hi_lanes[l] : b;
+  }
+  for (; j < len; ++j) {
+    a = x[j] < a ? x[j] : a;
+    b = x[j] > b ? x[j] : b;
+  }
+  return {a, b};
+}
+
+// ---- quantize ----------------------------------------------------------------------------------
+// The reference's q = sat[0,255](min(rint(x scale), upper_bound) - lower_bound), truncated:
+//   - rint_even is vroundps to nearest even (imm 8: nearest, no exception), but for the sign of a zero
+//     (rint_even(-0.3) is +0, vroundps gives -0); the level's zero is then either replaced by the
+//     bound or has lower_bound subtracted, and z - lower_bound is -lower_bound for both zeros unless
+//     lower_bound is a zero, where both give a zero that truncates to byte 0: the same byte.
+//   - min(level, upper_bound) is vminps (NaN level -> upper_bound, as the reference's select).
+//   - 255 < v ? 255 : v is vminps(255, v) (a NaN v stays NaN); the conversion truncates, and the
+//     saturating packs (signed to 16 bits, then unsigned to 8) make a negative v, and a NaN (whose
+//     conversion is INT32_MIN), 0 — the reference's v > 0 ? v : 0.
+constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+
+BAGUA_AVX2 inline __m256i quantize8(__m256 x, __m256 scale, __m256 upper, __m256 lower, __m256 c255) {
+  const __m256 level = _mm256_min_ps(_mm256_round_ps(_mm256_mul_ps(x, scale), kNearest), upper);
+  return _mm256_cvttps_epi32(_mm256_min_ps(c255, _mm256_sub_ps(level, lower)));
+}
+
+BAGUA_AVX512 inline __m512i quantize16(__m512 x, __m512 scale, __m512 upper, __m512 lower,
+                                       __m512 c255) {
+  const __m512 level = _mm512_min_ps(_mm512_roundscale_ps(_mm512_mul_ps(x, scale), kNearest), upper);
+  return _mm512_cvttps_epi32(_mm512_min_ps(c255, _mm512_sub_ps(level, lower)));
+}
+
+// 32 int32 lanes (a, b, c, d) as 32 bytes in order: the packs work within 128-bit lanes, leaving
+// dword j of the result holding group j % 4 of lane j / 4; the permutation puts them back in order.
+BAGUA_AVX2 inline __m256i pack32(__m256i a, __m256i b, __m256i c, __m256i d) {
+  const __m256i bytes = _mm256_packus_epi16(_mm256_packs_epi32(a, b), _mm256_packs_epi32(c, d));
+  return _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+BAGUA_AVX512 inline __m512i pack64(__m512i a, __m512i b, __m512i c, __m512i d) {
+  const __m512i bytes = _mm512_packus_epi16(_mm512_packs_epi32(a, b), _mm512_packs_epi32(c, d));
+  return _mm512_permutexvar_epi32(
+      _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), bytes);
+}
+
+// One element as the reference quantizes it (the tails).
+inline uint8_t quantize1(float x, const Levels& l) {
+  float level = compress_detail::rint_even(x * l.scale);
+  level = level < l.upper_bound ? level : l.upper_bound;
+  float v = level - l.lower_bound;
+  v = v > 0.0f ? v : 0.0f;
+  v = v < 255.0f ? v : 255.0f;
+  return static_cast<uint8_t>(static_cast<int32_t>(v));
+}
+
+// ---- decode ------------------------------------------------------------------------------------
+// t = q + lower_bound (the reference's sum), y0 = t r, y = y0 + r (t - y0 scale), both steps fused.
+BAGUA_AVX2 inline __m256 decode8(__m256i q32, __m256 lower, __m256 scale, __m256 r) {
+  const __m256 t = _mm256_add_ps(_mm256_cvtepi32_ps(q32), lower);
+  const __m256 y0 = _mm256_mul_ps(t, r);
+  return _mm256_fmadd_ps(_mm256_fnmadd_ps(y0, scale, t), r, y0);
+}
+
+BAGUA_AVX512 inline __m512 decode16(__m512i q32, __m512 lower, __m512 scale, __m512 r) {
+  const __m512 t = _mm512_add_ps(_mm512_cvtepi32_ps(q32), lower);
+  const __m512 y0 = _mm512_mul_ps(t, r);
+  return _mm512_fmadd_ps(_mm512_fnmadd_ps(y0, scale, t), r, y0);
+}
+
+// The division, as the reference does it.
+BAGUA_AVX2 inline __m256 divide8(__m256i q32, __m256 lower, __m256 scale) {
+  return _mm256_div_ps(_mm256_add_ps(_mm256_cvtepi32_ps(q32), lower), scale);
+}
+BAGUA_AVX512 inline __m512 divide16(__m512i q32, __m512 lower, __m512 scale) {
+  return _mm512_div_ps(_mm512_add_ps(_mm512_cvtepi32_ps(q32), lower), scale);
+}
+
+inline float divide1(uint8_t q, const Levels& l) {
+  return (static_cast<float>(q) + l.lower_bound) / l.scale;
+}
+
+// Whether `decoded` (256 floats, byte q's value at q) is bit for bit the reference's.
+bool same_as_division(const float* decoded, const Levels& l) {
+  for (int q = 0; q < 256; ++q) {
+    if (std::bit_cast<uint32_t>(decoded[q]) !=
+        std::bit_cast<uint32_t>(divide1(static_cast<uint8_t>(q), l)))
+      return false;
+  }
+  return true;
+}
+
+// ---- fp16 --------------------------------------------------------------------------------------
+// vcvtps2ph rounds to nearest even (imm 0) through the whole range, subnormal halves and overflow to
+// infinity included, and turns a NaN into sign | 0x7C00 | 0x200 | its top 10 fraction bits (Intel
+// SDM, VCVTPS2PH: a signalling NaN is quietened, the fraction truncated): f32_to_f16_bits' quiet NaN.
+// vcvtph2ps is exact, but quietens a signalling NaN (it sets bit 22), which the reference keeps as it
+// was: those lanes (exponent 0x1F, fraction bit 9 clear; infinity too, whose bit 22 is clear anyway)
+// have bit 22 cleared.
+constexpr int kHalfNearest = _MM_FROUND_TO_NEAREST_INT;
+
+}  // namespace
+
+BAGUA_AVX2 std::pair<float, float> min_max_avx2(const float* x, size_t len) {
+  __m256 lo[4], hi[4];
+  for (int a = 0; a < 4; ++a)
+    lo[a] = hi[a] = _mm256_set1_ps(x[0]);
+  size_t j = 0;
+  for (; j + 32 <= len; j += 32) {
+    for (int a = 0; a < 4; ++a) {
+      const __m256 v = _mm256_loadu_ps(x + j + 8 * a);
+      lo[a] = _mm256_min_ps(v, lo[a]);
+      hi[a] = _mm256_max_ps(v, hi[a]);
+    }
+  }
+  for (int a = 1; a < 4; ++a) {
+    lo[0] = _mm256_min_ps(lo[a], lo[0]);
+    hi[0] = _mm256_max_ps(hi[a], hi[0]);
+  }
+  return finish_min_max(lo[0], hi[0], x, j, len);
+}
+
+BAGUA_AVX512 std::pair<float, float> min_max_avx512(const float* x, size_t len) {
+  __m512 lo[4], hi[4];
+  for (int a = 0; a < 4; ++a)
+    lo[a] = hi[a] = _mm512_set1_ps(x[0]);
+  size_t j = 0;
+  for (; j + 64 <= len; j += 64) {
+    for (int a = 0; a < 4; ++a) {
+      const __m512 v = _mm512_loadu_ps(x + j + 16 * a);
+      lo[a] = _mm512_min_ps(v, lo[a]);
+      hi[a] = _mm512_max_ps(v, hi[a]);
+    }
+  }
+  for (int a = 1; a < 4; ++a) {
+    lo[0] = _mm512_min_ps(lo[a], lo[0]);
+    hi[0] = _mm512_max_ps(hi[a], hi[0]);
+  }
+  return finish_min_max512(lo[0], hi[0], x, j, len);
+}
+
+BAGUA_AVX2 std::pair<float, float> add_min_max_avx2(const float* x, float one, float* e, size_t len) {
+  e[0] = x[0] + one * e[0];
+  const __m256 a = _mm256_set1_ps(one);
+  __m256 lo[2], hi[2];
+  lo[0] = lo[1] = hi[0] = hi[1] = _mm256_set1_ps(e[0]);
+  size_t j = 1;
+  for (; j + 16 <= len; j += 16) {
+    for (int b = 0; b < 2; ++b) {
+      float* p = e + j + 8 * b;
+      const __m256 v =
+          _mm256_add_ps(_mm256_loadu_ps(x + j + 8 * b), _mm256_mul_ps(a, _mm256_loadu_ps(p)));
+      _mm256_storeu_ps(p, v);
+      lo[b] = _mm256_min_ps(v, lo[b]);
+      hi[b] = _mm256_max_ps(v, hi[b]);
+    }
+  }
+  const size_t done = j;
+  for (; j < len; ++j)
+    e[j] = x[j] + one * e[j];
+  return finish_min_max(_mm256_min_ps(lo[1], lo[0]), _mm256_max_ps(hi[1], hi[0]), e, done, len);
+}
+
+BAGUA_AVX512 std::pair<float, float> add_min_max_avx512(const float* x, float one, float* e,
+                                                        size_t len) {
+  e[0] = x[0] + one * e[0];
+  const __m512 a = _mm512_set1_ps(one);
+  __m512 lo[2], hi[2];
+  lo[0] = lo[1] = hi[0] = hi[1] = _mm512_set1_ps(e[0]);
+  size_t j = 1;
+  for (; j + 32 <= len; j += 32) {
+    for (int b = 0; b < 2; ++b) {
+      float* p = e + j + 16 * b;
+      const __m512 v =
+          _mm512_add_ps(_mm512_loadu_ps(x + j + 16 * b), _mm512_mul_ps(a, _mm512_loadu_ps(p)));
+      _mm512_storeu_ps(p, v);
+      lo[b] = _mm512_min_ps(v, lo[b]);
+      hi[b] = _mm512_max_ps(v, hi[b]);
+    }
+  }
+  const size_t done = j;
+  for (; j < len; ++j)
+    e[j] = x[j] + one * e[j];
+  return finish_min_max512(_mm512_min_ps(lo[1], lo[0]), _mm512_max_ps(hi[1], hi[0]), e, done, len);
+}
+
+BAGUA_AVX2 void quantize_avx2(const float* x, size_t len, const Levels& l, uint8_t* q) {
+  const __m256 scale = _mm256_set1_ps(l.scale), upper = _mm256_set1_ps(l.upper_bound),
+               lower = _mm256_set1_ps(l.lower_bound), c255 = _mm256_set1_ps(255.0f);
+  size_t j = 0;
+  for (; j + 32 <= len; j += 32) {
+    const __m256i a = quantize8(_mm256_loadu_ps(x + j), scale, upper, lower, c255);
+    const __m256i b = quantize8(_mm256_loadu_ps(x + j + 8), scale, upper, lower, c255);
+    const __m256i c = quantize8(_mm256_loadu_ps(x + j + 16), scale, upper, lower, c255);
+    const __m256i d = quantize8(_mm256_loadu_ps(x + j + 24), scale, upper, lower, c255);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + j), pack32(a, b, c, d));
+  }
+  for (; j < len; ++j)
+    q[j] = quantize1(x[j], l);
+}
+
+BAGUA_AVX512 void quantize_avx512(const float* x, size_t len, const Levels& l, uint8_t* q) {
+  const __m512 scale = _mm512_set1_ps(l.scale), upper = _mm512_set1_ps(l.upper_bound),
+               lower = _mm512_set1_ps(l.lower_bound), c255 = _mm512_set1_ps(255.0f);
+  size_t j = 0;
+  for (; j + 64 <= len; j += 64) {
+    const __m512i a = quantize16(_mm512_loadu_ps(x + j), scale, upper, lower, c255);
+    const __m512i b = quantize16(_mm512_loadu_ps(x + j + 16), scale, upper, lower, c255);
+    const __m512i c = quantize16(_mm512_loadu_ps(x + j + 32), scale, upper, lower, c255);
+    const __m512i d = quantize16(_mm512_loadu_ps(x + j + 48), scale, upper, lower, c255);
+    _mm512_storeu_si512(q + j, pack64(a, b, c, d));
+  }
+  for (; j < len; ++j)
+    q[j] = quantize1(x[j], l);
+}
+
+BAGUA_AVX2 bool decode_exact_avx2(const Levels& l) {
+  alignas(32) uint8_t bytes[256];
+  alignas(32) float decoded[256];
+  for (int q = 0; q < 256; ++q)
+    bytes[q] = static_cast<uint8_t>(q);
+  decode_avx2(bytes, 256, l, decoded);
+  return same_as_division(decoded, l);
+}
+
+BAGUA_AVX512 bool decode_exact_avx512(const Levels& l) {
+  alignas(64) uint8_t bytes[256];
+  alignas(64) float decoded[256];
+  for (int q = 0; q < 256; ++q)
+    bytes[q] = static_cast<uint8_t>(q);
+  decode_avx512(bytes, 256, l, decoded);
+  return same_as_division(decoded, l);
+}
+
+BAGUA_AVX2 void decode_avx2(const uint8_t* q, size_t len, const Levels& l, float* x) {
+  const __m256 lower = _mm256_set1_ps(l.lower_bound), scale = _mm256_set1_ps(l.scale),
+               r = _mm256_set1_ps(1.0f / l.scale);
+  size_t j = 0;
+  for (; j + 8 <= len; j += 8) {
+    const __m256i q32 = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + j)));
+    _mm256_storeu_ps(x + j, decode8(q32, lower, scale, r));
+  }
+  if (j < len) {  // the tail through the same lanes (a lane's result depends on its byte alone)
+    alignas(32) uint8_t tail_q[8] = {};
+    alignas(32) float tail_x[8];
+    std::memcpy(tail_q, q + j, len - j);
+    const __m256i q32 = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(tail_q)));
+    _mm256_storeu_ps(tail_x, decode8(q32, lower, scale, r));
+    std::memcpy(x + j, tail_x, 4 * (len - j));
+  }
+}
+
+BAGUA_AVX512 void decode_avx512(const uint8_t* q, size_t len, const Levels& l, float* x) {
+  const __m512 lower = _mm512_set1_ps(l.lower_bound), scale = _mm512_set1_ps(l.scale),
+               r = _mm512_set1_ps(1.0f / l.scale);
+  size_t j = 0;
+  for (; j + 16 <= len; j += 16) {
+    const __m512i q32 = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + j)));
+    _mm512_storeu_ps(x + j, decode16(q32, lower, scale, r));
+  }
+  if (j < len) {  // the tail under a mask, through the same lanes
+    const __mmask16 m = static_cast<__mmask16>((1u << (len - j)) - 1u);
+    const __m512i q32 = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, q + j));
+    _mm512_mask_storeu_ps(x + j, m, decode16(q32, lower, scale, r));
+  }
+}
+
+BAGUA_AVX2 void quantize_residual_avx2(float* e, size_t len, const Levels& l, float a, bool fast_decode,
+                                       uint8_t* q) {
+  const __m256 scale = _mm256_set1_ps(l.scale), upper = _mm256_set1_ps(l.upper_bound),
+               lower = _mm256_set1_ps(l.lower_bound), c255 = _mm256_set1_ps(255.0f),
+               r = _mm256_set1_ps(1.0f / l.scale), va = _mm256_set1_ps(a);
+  size_t j = 0;
+  for (; j + 32 <= len; j += 32) {
+    __m256 v[4];
+    __m256i b[4];
+    for (int k = 0; k < 4; ++k) {
+      v[k] = _mm256_loadu_ps(e + j + 8 * k);
+      b[k] = quantize8(v[k], scale, upper, lower, c255);
+    }
+    const __m256i bytes = pack32(b[0], b[1], b[2], b[3]);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + j), bytes);
+    // The decoded value of the stored byte: b[k] saturated to [0, 255] as the pack saturated it.
+    for (int k = 0; k < 4; ++k) {
+      const __m256i stored =
+          _mm256_min_epi32(_mm256_max_epi32(b[k], _mm256_setzero_si256()), _mm256_set1_epi32(255));
+      const __m256 d = fast_decode ? decode8(stored, lower, scale, r) : divide8(stored, lower, scale);
+      _mm256_storeu_ps(e + j + 8 * k, _mm256_add_ps(v[k], _mm256_mul_ps(va, d)));
+    }
+  }
+  for (; j < len; ++j) {
+    q[j] = quantize1(e[j], l);
+    e[j] = e[j] + a * divide1(q[j], l);
+  }
+}
+
+BAGUA_AVX512 void quantize_residual_avx512(float* e, size_t len, const Levels& l, float a,
+                                           bool fast_decode, uint8_t* q) {
+  const __m512 scale = _mm512_set1_ps(l.scale), upper = _mm512_set1_ps(l.upper_bound),
+               lower = _mm512_set1_ps(l.lower_bound), c255 = _mm512_set1_ps(255.0f),
+               r = _mm512_set1_ps(1.0f / l.scale), va = _mm512_set1_ps(a);
+  size_t j = 0;
+  for (; j + 64 <= len; j += 64) {
+    __m512 v[4];
+    __m512i b[4];
+    for (int k = 0; k < 4; ++k) {
+      v[k] = _mm512_loadu_ps(e + j + 16 * k);
+      b[k] = quantize16(v[k], scale, upper, lower, c255);
+    }
+    _mm512_storeu_si512(q + j, pack64(b[0], b[1], b[2], b[3]));
+    for (int k = 0; k < 4; ++k) {
+      const __m512i stored =
+          _mm512_min_epi32(_mm512_max_epi32(b[k], _mm512_setzero_si512()), _mm512_set1_epi32(255));
+      const __m512 d = fast_decode ? decode16(stored, lower, scale, r) : divide16(stored, lower, scale);
+      _mm512_storeu_ps(e + j + 16 * k, _mm512_add_ps(v[k], _mm512_mul_ps(va, d)));
+    }
+  }
+  for (; j < len; ++j) {
+    q[j] = quantize1(e[j], l);
+    e[j] = e[j] + a * divide1(q[j], l);
+  }
+}
+
+BAGUA_AVX2 void fp16_encode_avx2(const float* x, size_t n, uint8_t* y) {
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m128i a = _mm256_cvtps_ph(_mm256_loadu_ps(x + i), kHalfNearest);
+    const __m128i b = _mm256_cvtps_ph(_mm256_loadu_ps(x + i + 8), kHalfNearest);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + 2 * i), _mm256_set_m128i(b, a));
+  }
+  for (; i < n; ++i) {
+    const uint16_t h = f32_to_f16_bits(x[i]);
+    std::memcpy(y + 2 * i, &h, 2);
+  }
+}
+
+BAGUA_AVX512 void fp16_encode_avx512(const float* x, size_t n, uint8_t* y) {
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m256i a = _mm512_cvtps_ph(_mm512_loadu_ps(x + i), kHalfNearest);
+    const __m256i b = _mm512_cvtps_ph(_mm512_loadu_ps(x + i + 16), kHalfNearest);
+    _mm512_storeu_si512(y + 2 * i, _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1));
+  }
+  for (; i < n; ++i) {
+    const uint16_t h = f32_to_f16_bits(x[i]);
+    std::memcpy(y + 2 * i, &h, 2);
+  }
+}
+
+BAGUA_AVX2 void fp16_decode_avx2(const uint8_t* y, size_t n, float* x) {
+  const __m256i exponent_mask = _mm256_set1_epi32(0x7E00), signalling = _mm256_set1_epi32(0x7C00),
+                quiet_bit = _mm256_set1_epi32(0x00400000);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(y + 2 * i));
+    const __m256i h32 = _mm256_cvtepu16_epi32(h);
+    const __m256i fix = _mm256_and_si256(
+        _mm256_cmpeq_epi32(_mm256_and_si256(h32, exponent_mask), signalling), quiet_bit);
+    const __m256i f = _mm256_castps_si256(_mm256_cvtph_ps(h));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(x + i), _mm256_andnot_si256(fix, f));
+  }
+  for (; i < n; ++i) {
+    uint16_t h;
+    std::memcpy(&h, y + 2 * i, 2);
+    x[i] = f16_bits_to_f32(h);
+  }
+}
+
+BAGUA_AVX512 void fp16_decode_avx512(const uint8_t* y, size_t n, float* x) {
+  const __m256i exponent_mask = _mm256_set1_epi16(0x7E00), signalling = _mm256_set1_epi16(0x7C00);
+  const __m512i quiet_bit = _mm512_set1_epi32(0x00400000);
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y + 2 * i));
+    const __mmask16 fix = _mm256_cmpeq_epi16_mask(_mm256_and_si256(h, exponent_mask), signalling);
+    const __m512i f = _mm512_castps_si512(_mm512_cvtph_ps(h));
+    _mm512_storeu_si512(x + i, _mm512_mask_andnot_epi32(f, fix, quiet_bit, f));
+  }
+  for (; i < n; ++i) {
+    uint16_t h;
+    std::memcpy(&h, y + 2 * i, 2);
+    x[i] = f16_bits_to_f32(h);
+  }
+}
+
+BAGUA_AVX512 double sum_squares_avx512(const float* x, size_t len) {
+  __m512d acc[4] = {_mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd()};
+  size_t j = 0;
+  for (; j + 32 <= len; j += 32) {
+    for (int a = 0; a < 4; ++a) {
+      const __m512d d = _mm512_cvtps_pd(_mm256_loadu_ps(x + j + 8 * a));
+      acc[a] = _mm512_fmadd_pd(d, d, acc[a]);  // d * d is exact: the same sum as mul then add
+    }
+  }
+  double sum = 0;
+  for (; j < len; ++j)
+    sum += static_cast<double>(x[j]) * x[j];
+  const __m512d total = _mm512_add_pd(_mm512_add_pd(acc[0], acc[1]), _mm512_add_pd(acc[2], acc[3]));
+  return sum + _mm512_reduce_add_pd(total);
+}
+
+namespace {
+
+// Keys are below 2^31, so a signed comparison orders them; a NaN's magnitude (above 0x7F800000)
+// reaches any floor its key does. The block's candidates' indices are packed to the front of one
+// 16-lane store (vpcompressd), and the count advances by their number.
+template <bool kFeedback>
+BAGUA_AVX512 inline size_t topk_candidates(const float* x, float one, float* e, size_t n,
+                                           uint32_t floor, uint32_t* index) {
+  const __m512i below = _mm512_set1_epi32(static_cast<int32_t>(floor) - 1);
+  const __m512i magnitude = _mm512_set1_epi32(0x7FFFFFFF);
+  const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const __m512 a = _mm512_set1_ps(one);
+  size_t count = 0, i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m512 v;
+    if constexpr (kFeedback) {
+      v = _mm512_add_ps(_mm512_loadu_ps(x + i), _mm512_mul_ps(a, _mm512_loadu_ps(e + i)));
+      _mm512_storeu_ps(e + i, v);
+    } else {
+      v = _mm512_loadu_ps(x + i);
+    }
+    const __mmask16 mask =
+        _mm512_cmpgt_epi32_mask(_mm512_and_si512(_mm512_castps_si512(v), magnitude), below);
+    const __m512i indices = _mm512_add_epi32(iota, _mm512_set1_epi32(static_cast<int32_t>(i)));
+    _mm512_storeu_si512(index + count, _mm512_maskz_compress_epi32(mask, indices));
+    count += static_cast<size_t>(std::popcount(static_cast<unsigned>(mask)));
+  }
+  for (; i < n; ++i) {
+    float v;
+    if constexpr (kFeedback) {
+      v = x[i] + one * e[i];
+      e[i] = v;
+    } else {
+      v = x[i];
+    }
+    uint32_t key = std::bit_cast<uint32_t>(v) & 0x7FFFFFFFu;
+    key = key > 0x7F800000u ? 0x7F800000u : key;
+    index[count] = static_cast<uint32_t>(i);
+    count += key >= floor;
+  }
+  return count;
+}
+
+}  // namespace
+
+BAGUA_AVX512 size_t topk_candidates_avx512(const float* x, size_t n, uint32_t floor, uint32_t* index) {
+  return topk_candidates<false>(x, 0.0f, nullptr, n, floor, index);
+}
+
+BAGUA_AVX512 size_t topk_candidates_feedback_avx512(const float* x, float one, float* e, size_t n,
+                                                    uint32_t floor, uint32_t* index) {
+  return topk_candidates<true>(x, one, e, n, floor, index);
+}
+
+BAGUA_AVX512 double sum_abs_avx512(const float* x, size_t len) {
+  const __m512i abs_mask = _mm512_set1_epi64(0x7FFFFFFFFFFFFFFFll);
+  __m512d acc[4] = {_mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd()};
+  size_t j = 0;
+  for (; j + 32 <= len; j += 32) {
+    for (int a = 0; a < 4; ++a) {
+      const __m512d d = _mm512_cvtps_pd(_mm256_loadu_ps(x + j + 8 * a));
+      acc[a] = _mm512_add_pd(acc[a],
+                             _mm512_castsi512_pd(_mm512_and_si512(_mm512_castpd_si512(d), abs_mask)));
+    }
+  }
+  double sum = 0;
+  for (; j < len; ++j)
+    sum += std::fabs(x[j]);
+  const __m512d total = _mm512_add_pd(_mm512_add_pd(acc[0], acc[1]), _mm512_add_pd(acc[2], acc[3]));
+  return sum + _mm512_reduce_add_pd(total);
+}
+
+BAGUA_AVX512 double add_sum_abs_avx512(const float* x, float one, float* e, size_t len) {
+  const __m512i abs_mask = _mm512_set1_epi64(0x7FFFFFFFFFFFFFFFll);
+  const __m512 a = _mm512_set1_ps(one);
+  __m512d acc[4] = {_mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd()};
+  size_t j = 0;
+  for (; j + 32 <= len; j += 32) {
+    for (int b = 0; b < 2; ++b) {
+      float* p = e + j + 16 * b;
+      const __m512 v =
+          _mm512_add_ps(_mm512_loadu_ps(x + j + 16 * b), _mm512_mul_ps(a, _mm512_loadu_ps(p)));
+      _mm512_storeu_ps(p, v);
+      const __m512d low = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
+      const __m512d high =
+          _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+      acc[2 * b] = _mm512_add_pd(
+          acc[2 * b], _mm512_castsi512_pd(_mm512_and_si512(_mm512_castpd_si512(low), abs_mask)));
+      acc[2 * b + 1] = _mm512_add_pd(
+          acc[2 * b + 1], _mm512_castsi512_pd(_mm512_and_si512(_mm512_castpd_si512(high), abs_mask)));
+    }
+  }
+  double sum = 0;
+  for (; j < len; ++j) {
+    e[j] = x[j] + one * e[j];
+    sum += std::fabs(e[j]);
+  }
+  const __m512d total = _mm512_add_pd(_mm512_add_pd(acc[0], acc[1]), _mm512_add_pd(acc[2], acc[3]));
+  return sum + _mm512_reduce_add_pd(total);
+}
+
+BAGUA_AVX512 void sign_bits_avx512(const float* x, size_t bytes, uint8_t* bits) {
+  const __m512 zero = _mm512_setzero_ps();
+  size_t b = 0;
+  for (; b + 2 <= bytes; b += 2) {
+    const auto mask =
+        static_cast<uint16_t>(_mm512_cmp_ps_mask(_mm512_loadu_ps(x + 8 * b), zero, _CMP_GE_OQ));
+    std::memcpy(bits + b, &mask, 2);  // little-endian: elements 8b .. 8b + 7 in byte b
+  }
+  if (b < bytes)
+    bits[b] = static_cast<uint8_t>(
+        _mm256_cmp_ps_mask(_mm256_loadu_ps(x + 8 * b), _mm256_setzero_ps(), _CMP_GE_OQ));
+}
+
+namespace {
+
+constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;  // common.h's Rng::next increment
+constexpr uint64_t kMix1 = 0xBF58476D1CE4E5B9ull;    // its multipliers
+constexpr uint64_t kMix2 = 0x94D049BB133111EBull;
+
+// Rng::uniform() of generators in states `state` (eight lanes): the top 24 bits of the mix, whose last
+// step (z ^ (z >> 31)) leaves them unchanged, times 2^-24.
+BAGUA_AVX512 inline __m256 uniform8(__m512i state) {
+  __m512i z = _mm512_mullo_epi64(_mm512_xor_si512(state, _mm512_srli_epi64(state, 30)),
+                                 _mm512_set1_epi64(static_cast<long long>(kMix1)));
+  z = _mm512_mullo_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 27)),
+                         _mm512_set1_epi64(static_cast<long long>(kMix2)));
+  const __m256i top = _mm512_cvtepi64_epi32(_mm512_srli_epi64(z, 40));
+  return _mm256_mul_ps(_mm256_cvtepi32_ps(top), _mm256_set1_ps(0x1p-24f));
+}
+
+}  // namespace
+
+BAGUA_AVX512 void qsgd_codes_avx512(const float* x, size_t begin, size_t len, float levels_per_unit,
+                                    float s, int level_bits, uint64_t s0, uint32_t* codes) {
+  const __m512i lane_draw =
+      _mm512_setr_epi64(static_cast<long long>(1 * kGolden), static_cast<long long>(2 * kGolden),
+                        static_cast<long long>(3 * kGolden), static_cast<long long>(4 * kGolden),
+                        static_cast<long long>(5 * kGolden), static_cast<long long>(6 * kGolden),
+                        static_cast<long long>(7 * kGolden), static_cast<long long>(8 * kGolden));
+  const __m512i eight_draws = _mm512_set1_epi64(static_cast<long long>(8 * kGolden));
+  const __m512 zero = _mm512_setzero_ps(), one = _mm512_set1_ps(1.0f), vs = _mm512_set1_ps(s),
+               unit = _mm512_set1_ps(levels_per_unit);
+  const __m512i magnitude = _mm512_set1_epi32(0x7FFFFFFF),
+                sign_bit = _mm512_set1_epi32(1 << level_bits);
+  size_t j = 0;
+  for (; j + 16 <= len; j += 16) {
+    const size_t e = begin + j;
+    const __m512 v = _mm512_loadu_ps(x + e);
+    // r = |x| levels_per_unit, 0 where not >= 0 (NaN); floor by truncation (r >= 0).
+    __m512 r =
+        _mm512_mul_ps(_mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(v), magnitude)), unit);
+    r = _mm512_mask_mov_ps(zero, _mm512_cmp_ps_mask(r, zero, _CMP_GE_OQ), r);
+    const __m512 floor_r = _mm512_cvtepi32_ps(_mm512_cvttps_epi32(r));
+    // The draws of elements e .. e + 15: state s0 + (e + k + 1) G.
+    const __m512i first =
+        _mm512_add_epi64(_mm512_set1_epi64(static_cast<long long>(s0 + e * kGolden)), lane_draw);
+    const __m512 u = _mm512_insertf32x8(_mm512_castps256_ps512(uniform8(first)),
+                                        uniform8(_mm512_add_epi64(first, eight_draws)), 1);
+    // level = floor_r + (u < r - floor_r ? 1 : 0), then min(level, s).
+    __m512 level = _mm512_mask_add_ps(
+        floor_r, _mm512_cmp_ps_mask(u, _mm512_sub_ps(r, floor_r), _CMP_LT_OQ), floor_r, one);
+    level = _mm512_min_ps(level, vs);
+    const __m512i l = _mm512_cvttps_epi32(level);
+    const __mmask16 negative = _mm512_test_epi32_mask(l, l) & _mm512_cmp_ps_mask(v, zero, _CMP_LT_OQ);
+    _mm512_storeu_si512(codes + j, _mm512_mask_or_epi32(l, negative, l, sign_bit));
+  }
+  for (; j < len; ++j) {
+    const size_t e = begin + j;
+    const float xe = x[e];
+    float r = std::fabs(xe) * levels_per_unit;
+    if (!(r >= 0.0f)) r = 0.0f;
+    const auto floor_r = static_cast<float>(static_cast<uint32_t>(r));
+    compress_detail::Rng one_draw(s0 + e * kGolden);
+    const float draw = one_draw.uniform();
+    float lv = floor_r + (draw < r - floor_r ? 1.0f : 0.0f);
+    lv = lv < s ? lv : s;
+    const auto li = static_cast<uint32_t>(lv);
+    const uint32_t neg = (li != 0 && xe < 0.0f) ? 1u : 0u;
+    codes[j] = li | (neg << level_bits);
+  }
+}
+
+BAGUA_AVX512 void pack_codes_avx512(const uint32_t* codes, size_t count, int code_bits, uint8_t* stream,
+                                    const uint8_t* stream_end) {
+  const uint64_t low_bits = 0x0101010101010101ull * ((1u << code_bits) - 1u);
+  const auto bytes = static_cast<size_t>(code_bits);
+  for (size_t c = 0; c + 16 <= count; c += 16) {
+    const __m128i narrow = _mm512_cvtepi32_epi8(_mm512_loadu_si512(codes + c));
+    for (int half = 0; half < 2; ++half) {
+      const auto word =
+          static_cast<uint64_t>(half ? _mm_extract_epi64(narrow, 1) : _mm_cvtsi128_si64(narrow));
+      const uint64_t packed = _pext_u64(word, low_bits);
+      if (stream + 8 <= stream_end)  // an 8-byte store (the next block overwrites the excess)
+        std::memcpy(stream, &packed, 8);
+      else
+        std::memcpy(stream, &packed, bytes);
+      stream += bytes;
+    }
+  }
+  if (count % 16) {  // the last block of 8
+    uint64_t word = 0;
+    for (int l = 0; l < 8; ++l)
+      word |= static_cast<uint64_t>(codes[count - 8 + static_cast<size_t>(l)]) << (l * code_bits);
+    std::memcpy(stream, &word, stream + 8 <= stream_end ? 8 : bytes);
+  }
+}
+
+}  // namespace bagua::compress_kernels::x86
+
+#endif
