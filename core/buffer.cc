@@ -82,8 +82,11 @@ namespace {
 // x86-64. Neither target has FMA, so y + a x is never contracted.
 // The vector helpers below are inline and never cross an ABI boundary: GCC's note that passing a
 // 32-byte vector without AVX changes the calling convention does not apply to them.
+// Not under ThreadSanitizer: GCC instruments the ifunc's resolver too, which the dynamic loader calls
+// before TSan's runtime is initialised (the program crashes at load).
 #pragma GCC diagnostic ignored "-Wpsabi"
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__ELF__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__ELF__) && \
+    !defined(__SANITIZE_THREAD__)
 #define BAGUA_HOST_KERNEL __attribute__((target_clones("avx2", "default")))
 #else
 #define BAGUA_HOST_KERNEL

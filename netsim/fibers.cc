@@ -17,6 +17,9 @@
 #include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
+#if defined(BAGUA_NETSIM_TSAN)
+#include <sanitizer/tsan_interface.h>
+#endif
 
 namespace bagua::netsim {
 
@@ -99,6 +102,10 @@ Fibers::Fibers(Engine& engine, OnError on_error) : engine_(engine), on_error_(st
 Fibers::~Fibers() {
   // Normally every fiber has finished; if not (the run never happened or was cut short), unwind them.
   abort_all();
+#if defined(BAGUA_NETSIM_TSAN)
+  for (void* fiber : tsan_fibers_)  // those that never finished (see abort_all)
+    if (fiber != nullptr) __tsan_destroy_fiber(fiber);
+#endif
 }
 
 Fibers::Fiber& Fibers::spawn(int rank, int track, std::function<void()> body) {
@@ -144,6 +151,14 @@ void Fibers::resume(Fiber& f) {
               "resume of a finished or running fiber");
   f.state = State::kRunning;
   current_ = &f;
+#if defined(BAGUA_NETSIM_TSAN)
+  // Before the creation too: Boost.Context enters a new fiber's stack once when creating it.
+  tsan_engine_ = __tsan_get_current_fiber();
+  tsan_fibers_.resize(fibers_.size());
+  void*& tsan_fiber = tsan_fibers_[static_cast<size_t>(f.id)];
+  if (tsan_fiber == nullptr) tsan_fiber = __tsan_create_fiber(0);
+  __tsan_switch_to_fiber(tsan_fiber, 0);
+#endif
   void* fake_stack = nullptr;
   if (!f.created) {
     // Boost.Context enters a new fiber once when creating it (and comes straight back), a switch nobody
@@ -172,6 +187,14 @@ void Fibers::resume(Fiber& f) {
   }
   prefetch_next();
   f.context = std::move(f.context).resume();
+#if defined(BAGUA_NETSIM_TSAN)
+  // A finished fiber's last switch (Boost.Context's, when its body returns) is announced only here, so
+  // that the frames that return pops come off the fiber's shadow call stack, not the engine's.
+  if (f.state == State::kDone) {
+    __tsan_switch_to_fiber(tsan_engine_, 0);
+    __tsan_destroy_fiber(std::exchange(tsan_fibers_[static_cast<size_t>(f.id)], nullptr));
+  }
+#endif
   finish_switch(fake_stack, nullptr, nullptr);
   current_ = nullptr;
 }
@@ -192,6 +215,9 @@ void Fibers::suspend(Fiber& f) {
   f.suspended_at = static_cast<const char*>(__builtin_frame_address(0));
   void* fake_stack = nullptr;
   start_switch(&fake_stack, engine_stack_bottom_, engine_stack_size_);
+#if defined(BAGUA_NETSIM_TSAN)
+  __tsan_switch_to_fiber(tsan_engine_, 0);
+#endif
   f.scheduler = std::move(f.scheduler).resume();
   finish_switch(fake_stack, &engine_stack_bottom_, &engine_stack_size_);
   current_ = &f;

@@ -13,7 +13,9 @@
 //             blocking call throws FiberAbort, so that its stack unwinds and every destructor runs
 //
 // Under AddressSanitizer every stack switch is announced with __sanitizer_start_switch_fiber /
-// __sanitizer_finish_switch_fiber, so that ASan knows which stack is current.
+// __sanitizer_finish_switch_fiber, so that ASan knows which stack is current; under ThreadSanitizer
+// each fiber has its own TSan context (__tsan_create_fiber) and each switch is announced with
+// __tsan_switch_to_fiber, so that TSan keeps a shadow call stack per fiber and orders what fibers do.
 #pragma once
 
 #include <boost/context/fiber.hpp>
@@ -27,6 +29,14 @@
 
 #include "core/transport.h"
 #include "netsim/engine.h"
+
+#if defined(__SANITIZE_THREAD__)
+#define BAGUA_NETSIM_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define BAGUA_NETSIM_TSAN 1
+#endif
+#endif
 
 namespace bagua::netsim {
 
@@ -124,6 +134,12 @@ class Fibers {
   // The engine's stack, as the sanitizer reports it when a fiber is entered.
   const void* engine_stack_bottom_ = nullptr;
   size_t engine_stack_size_ = 0;
+#if defined(BAGUA_NETSIM_TSAN)
+  // ThreadSanitizer's contexts: the engine thread's, and each fiber's (by id) from its first run to its
+  // end.
+  void* tsan_engine_ = nullptr;
+  std::vector<void*> tsan_fibers_;
+#endif
 };
 
 // The fibers waiting for one thing (a message, an event, a stream), woken in the order they came. Most

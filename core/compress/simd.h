@@ -122,8 +122,10 @@ inline F32x8 bytes_to_f32(const uint8_t* p) {
 
 // A kernel compiled for AVX2 and for the x86-64 baseline (SSE2), the better one chosen at load time by
 // the CPU's features (GCC's target_clones, an ifunc): one binary runs on any x86-64. Elsewhere, one
-// version for the build's target.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__ELF__)
+// version for the build's target, as under ThreadSanitizer: GCC instruments the ifunc's resolver too,
+// which the dynamic loader calls before TSan's runtime is initialised (the program crashes at load).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__ELF__) && \
+    !defined(__SANITIZE_THREAD__)
 #define BAGUA_MULTIVERSION __attribute__((target_clones("avx2", "default")))
 #else
 #define BAGUA_MULTIVERSION
