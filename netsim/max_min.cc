@@ -30,19 +30,14 @@ int MaxMinSolver::add_flow(std::span<const int> links, double cap) {
   return static_cast<int>(cap_.size() - 1);
 }
 
-bool MaxMinSolver::later(const Entry& a, const Entry& b) {
-  if (a.level != b.level) return a.level > b.level;
-  if (a.kind != b.kind) return a.kind > b.kind;
-  return a.index > b.index;
-}
-
 void MaxMinSolver::push(Entry e) {
   heap_.push_back(e);
-  std::push_heap(heap_.begin(), heap_.end(), later);
+  std::push_heap(heap_.begin(), heap_.end(), Later{});
 }
 
 void MaxMinSolver::freeze(int flow, double rate) {
   frozen_[static_cast<size_t>(flow)] = 1;
+  ++frozen_count_;
   rate_[static_cast<size_t>(flow)] = rate;
   for (int32_t i = flow_begin_[static_cast<size_t>(flow)];
        i < flow_begin_[static_cast<size_t>(flow) + 1]; ++i) {
@@ -50,8 +45,20 @@ void MaxMinSolver::freeze(int flow, double rate) {
     remaining_[l] = std::max(0.0, remaining_[l] - rate);
     --unfrozen_[l];
     ++version_[l];
-    if (unfrozen_[l] > 0) push({remaining_[l] / unfrozen_[l], 0, static_cast<int32_t>(l), version_[l]});
+    if (unfrozen_[l] > 0 && !is_touched_[l]) {
+      is_touched_[l] = 1;
+      touched_.push_back(static_cast<int32_t>(l));
+    }
   }
+}
+
+void MaxMinSolver::push_touched() {
+  for (const int32_t link : touched_) {
+    const auto l = static_cast<size_t>(link);
+    is_touched_[l] = 0;
+    if (unfrozen_[l] > 0) push({remaining_[l] / unfrozen_[l], 0, link, version_[l]});
+  }
+  touched_.clear();
 }
 
 const std::vector<double>& MaxMinSolver::solve() {
@@ -78,21 +85,29 @@ const std::vector<double>& MaxMinSolver::solve() {
     unfrozen_[l] = link_begin_[l + 1] - link_begin_[l];
   version_.assign(n_links, 0);
   frozen_.assign(n_flows, 0);
+  frozen_count_ = 0;
+  is_touched_.assign(n_links, 0);
+  touched_.clear();
   rate_.assign(n_flows, kUncapped);
   heap_.clear();
 
   for (size_t l = 0; l < n_links; ++l)
-    if (unfrozen_[l] > 0) push({remaining_[l] / unfrozen_[l], 0, static_cast<int32_t>(l), 0});
+    if (unfrozen_[l] > 0)
+      heap_.push_back({remaining_[l] / unfrozen_[l], 0, static_cast<int32_t>(l), 0});
   for (size_t f = 0; f < n_flows; ++f)
-    if (cap_[f] != kUncapped) push({cap_[f], 1, static_cast<int32_t>(f), 0});
+    if (cap_[f] != kUncapped) heap_.push_back({cap_[f], 1, static_cast<int32_t>(f), 0});
+  std::make_heap(heap_.begin(), heap_.end(), Later{});
 
-  while (!heap_.empty()) {
-    std::pop_heap(heap_.begin(), heap_.end(), later);
+  while (frozen_count_ < n_flows && !heap_.empty()) {
+    std::pop_heap(heap_.begin(), heap_.end(), Later{});
     const Entry e = heap_.back();
     heap_.pop_back();
     const auto i = static_cast<size_t>(e.index);
     if (e.kind == 1) {
-      if (!frozen_[i]) freeze(e.index, e.level);
+      if (!frozen_[i]) {
+        freeze(e.index, e.level);
+        push_touched();
+      }
       continue;
     }
     if (e.version != version_[i] || unfrozen_[i] == 0) continue;  // stale
@@ -101,6 +116,7 @@ const std::vector<double>& MaxMinSolver::solve() {
       const int32_t f = link_flows_[static_cast<size_t>(k)];
       if (!frozen_[static_cast<size_t>(f)]) freeze(f, level);
     }
+    push_touched();
   }
   // Flows that cross no link and have no cap keep +infinity.
   return rate_;

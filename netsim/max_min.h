@@ -14,6 +14,13 @@
 // and filling goes on with the rest. A link's level never decreases when another link's flows freeze
 // (they freeze at a rate no higher than its level), so a heap of levels with stale entries skipped
 // gives the bottlenecks in order. Ties are broken by (level, kind, index): the result is deterministic.
+//
+// Only a link's latest entry counts (an older one is stale and skipped), and every entry is popped in
+// that (level, kind, index) order whatever the heap's layout; so the heap is built at once, a
+// bottleneck's flows are all frozen before the links they touched get their one new entry each, and
+// filling stops once every flow is frozen (what is left in the heap would all be skipped): the same
+// freezes, in the same order, with the same arithmetic as pushing an entry at every freeze and popping
+// the heap empty, in time linear in the system's size for the common one-bottleneck component.
 #pragma once
 
 #include <cstdint>
@@ -45,9 +52,20 @@ class MaxMinSolver {
     int32_t index;
     uint32_t version;
   };
-  static bool later(const Entry& a, const Entry& b);
+  // The heap's order: `a` pops after `b`. A function object, so that the heap's code inlines it.
+  struct Later {
+    bool operator()(const Entry& a, const Entry& b) const {
+      if (a.level != b.level) return a.level > b.level;
+      if (a.kind != b.kind) return a.kind > b.kind;
+      return a.index > b.index;
+    }
+  };
   void push(Entry e);
+  // Freezes `flow` at `rate`, taking it off its links; the links it leaves with unfrozen flows are
+  // listed in touched_ (once each) for push_touched().
   void freeze(int flow, double rate);
+  // A new entry for every touched link that still has unfrozen flows.
+  void push_touched();
 
   // The system.
   std::vector<double> capacity_;
@@ -62,6 +80,9 @@ class MaxMinSolver {
   std::vector<int32_t> unfrozen_;
   std::vector<uint32_t> version_;
   std::vector<uint8_t> frozen_;
+  std::vector<uint8_t> is_touched_;  // per link: listed in touched_
+  std::vector<int32_t> touched_;
+  size_t frozen_count_ = 0;
   std::vector<double> rate_;
   std::vector<Entry> heap_;
 };
