@@ -15,12 +15,12 @@
 // (they freeze at a rate no higher than its level), so a heap of levels with stale entries skipped
 // gives the bottlenecks in order. Ties are broken by (level, kind, index): the result is deterministic.
 //
-// Only a link's latest entry counts (an older one is stale and skipped), and every entry is popped in
-// that (level, kind, index) order whatever the heap's layout; so the heap is built at once, a
-// bottleneck's flows are all frozen before the links they touched get their one new entry each, and
-// filling stops once every flow is frozen (what is left in the heap would all be skipped): the same
-// freezes, in the same order, with the same arithmetic as pushing an entry at every freeze and popping
-// the heap empty, in time linear in the system's size for the common one-bottleneck component.
+// The heap holds at most one entry per link and one per capped flow, each keyed by its current level
+// (a link's is updated in place when its flows freeze): the entries pop in the same (level, kind,
+// index) order as a heap of every level ever pushed with the outdated ones skipped, so the freezes,
+// their order and their arithmetic are those of that textbook form, while the heap stays as small as
+// the system. A bottleneck's flows are all frozen before the links they left are re-keyed (once each),
+// and filling stops once every flow is frozen (every entry left would be skipped).
 #pragma once
 
 #include <cstdint>
@@ -46,26 +46,29 @@ class MaxMinSolver {
   const std::vector<double>& solve();
 
  private:
+  // Heap items: link l is item l, flow f's cap is item links() + f, so that ordering entries by
+  // (level, item) is ordering them by (level, kind, index).
   struct Entry {
     double level;
-    uint8_t kind;  // 0: a link's level, 1: a flow's cap
-    int32_t index;
-    uint32_t version;
+    int32_t item;
   };
-  // The heap's order: `a` pops after `b`. A function object, so that the heap's code inlines it.
-  struct Later {
-    bool operator()(const Entry& a, const Entry& b) const {
-      if (a.level != b.level) return a.level > b.level;
-      if (a.kind != b.kind) return a.kind > b.kind;
-      return a.index > b.index;
-    }
-  };
-  void push(Entry e);
+  static bool before(const Entry& a, const Entry& b) {
+    return a.level != b.level ? a.level < b.level : a.item < b.item;
+  }
+  void place(size_t at, const Entry& e) {
+    heap_[at] = e;
+    position_[static_cast<size_t>(e.item)] = static_cast<int32_t>(at);
+  }
+  void sift_up(size_t at);
+  void sift_down(size_t at);
+  // Removes and returns the first entry.
+  Entry pop();
   // Freezes `flow` at `rate`, taking it off its links; the links it leaves with unfrozen flows are
-  // listed in touched_ (once each) for push_touched().
+  // listed in touched_ (once each) for rekey_touched().
   void freeze(int flow, double rate);
-  // A new entry for every touched link that still has unfrozen flows.
-  void push_touched();
+  // Every touched link's entry gets its new level (or leaves the heap, once the link has no unfrozen
+  // flow).
+  void rekey_touched();
 
   // The system.
   std::vector<double> capacity_;
@@ -78,13 +81,13 @@ class MaxMinSolver {
   std::vector<int32_t> link_flows_;
   std::vector<double> remaining_;
   std::vector<int32_t> unfrozen_;
-  std::vector<uint32_t> version_;
   std::vector<uint8_t> frozen_;
   std::vector<uint8_t> is_touched_;  // per link: listed in touched_
   std::vector<int32_t> touched_;
   size_t frozen_count_ = 0;
   std::vector<double> rate_;
-  std::vector<Entry> heap_;
+  std::vector<Entry> heap_;        // a binary heap, first by before()
+  std::vector<int32_t> position_;  // per item: its index in heap_, -1 when not there
 };
 
 }  // namespace bagua::netsim
