@@ -61,7 +61,13 @@ void BM_RingExchange(benchmark::State& state) {
       benchmark::Counter(static_cast<double>(usage.ru_maxrss) / ranks);  // ru_maxrss is in KiB
 }
 
-BENCHMARK(BM_RingExchange)->Arg(8)->Arg(64)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_RingExchange)
+    ->Arg(8)
+    ->Arg(64)
+    ->Arg(512)
+    ->Arg(1024)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK(BM_RingExchange)
     ->Arg(2048)
     ->Arg(4096)

@@ -114,7 +114,7 @@ std::unique_ptr<Workload> make_workload(const PointConfig& point, const Componen
 }
 
 RanksRun run_ranks(const PointConfig& point, const Components& c, Backends& backends,
-                   int64_t iterations, const IterationObserver& observer) {
+                   int64_t iterations, const IterationObserver& observer, bool gather) {
   const int world_size = backends.world_size(point);
   const std::unique_ptr<Workload> workload = make_workload(point, c, world_size);
   TrainOptions options;
@@ -157,6 +157,10 @@ RanksRun run_ranks(const PointConfig& point, const Components& c, Backends& back
                 if (may_diverge) mine.iterations.push_back(rec);
                 if (rank == 0 && observer) observer(rec);
               });
+          // The gather is simulated traffic like any other (it shows in links.csv and ranks.csv), and
+          // at scale a costly part of a run: P - 1 flows into one link, re-shared as each comes and
+          // goes. A trial run skips it.
+          if (!gather) return;
           std::vector<TrainResult> all;
           gather_results(ctx.transport(), result, &all);
           // The averaged model's test accuracy (core/trainer/averaged_model.h), over a group of its own,
@@ -289,7 +293,7 @@ void check_points(const Experiment& e, const Components& c, Backends& backends) 
   std::sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->index < b->index; });
   for (const PointConfig* p : order) {
     try {
-      run_ranks(*p, c, backends, /*iterations=*/0);
+      run_ranks(*p, c, backends, /*iterations=*/0, /*observer=*/{}, /*gather=*/false);
     } catch (const ConfigError& err) {
       throw ConfigError(std::string(err.what()) +
                         (e.points.size() > 1 ? " (point " + describe(*p) + ")" : ""));

@@ -83,9 +83,10 @@ struct RanksRun {
   std::optional<PointFailure> diverged;
   std::string trace;                // output.trace on a real-time runtime: rank 0's gathered timeline
 };
-// `observer` sees rank 0's records as they are made.
+// `observer` sees rank 0's records as they are made. `gather` false: the ranks' results are not
+// gathered to rank 0 (`ranks` stays empty), for a trial run whose results nobody reads (check_points).
 RanksRun run_ranks(const PointConfig& point, const Components& c, Backends& backends,
-                   int64_t iterations = -1, const IterationObserver& observer = {});
+                   int64_t iterations = -1, const IterationObserver& observer = {}, bool gather = true);
 
 // Runs one point and makes its files. A diverged point is no exception: its output has `failure`
 // set, and metrics and iterations.csv for the iterations before the divergence (experiments/results.h).

@@ -93,6 +93,29 @@ bool EventQueue::cancel(Handle handle) {
   return true;
 }
 
+EventQueue::Handle EventQueue::reschedule(Handle handle, Time at, Callback callback) {
+  const uint32_t slot = static_cast<uint32_t>(handle & 0xffffffffu);
+  const uint32_t generation = static_cast<uint32_t>(handle >> 32);
+  if (handle == kNoEvent || slot >= slots_.size() || slots_[slot].generation != generation ||
+      slots_[slot].heap_index < 0 || slots_[slot].is_action) {
+    cancel(handle);
+    return schedule(at, callback);
+  }
+  Slot& s = slots_[slot];
+  s.callback = callback;
+  const auto index = static_cast<size_t>(s.heap_index);
+  HeapEntry& e = heap_[index];
+  // The new key (at, next sequence) is later than the old one unless `at` moved earlier.
+  const bool earlier_than_before = at < e.at;
+  e.at = at;
+  e.sequence = next_sequence_++;
+  if (earlier_than_before)
+    sift_up(index);
+  else
+    sift_down(index);
+  return handle;
+}
+
 Time EventQueue::next_time() const {
   BAGUA_CHECK(!empty(), "next_time of an empty event queue");
   Time best = heap_.empty() ? Time::max() : heap_.front().at;
@@ -233,6 +256,12 @@ EventQueue::Handle Engine::at(Time when, Callback callback) {
   BAGUA_CHECK(when >= now(),
               "event scheduled in the past: at " + to_string(when) + ", now " + to_string(now()));
   return queue_.schedule(when, callback);
+}
+
+EventQueue::Handle Engine::reschedule(EventQueue::Handle handle, Time when, Callback callback) {
+  BAGUA_CHECK(when >= now(),
+              "event scheduled in the past: at " + to_string(when) + ", now " + to_string(now()));
+  return queue_.reschedule(handle, when, callback);
 }
 
 void Engine::post(Time delay, Callback callback, bool recurring) {

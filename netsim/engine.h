@@ -65,6 +65,10 @@ class EventQueue {
   void post(Time at, Callback callback, bool recurring_delay = false);
   // Removes the event if it is still pending; returns whether it was.
   bool cancel(Handle handle);
+  // cancel(handle) then schedule(at, callback), in one step: a pending event is moved in the heap
+  // (given the sequence number schedule() would have given it, so that the order of events is the
+  // same) and keeps its handle; otherwise the event is scheduled anew.
+  Handle reschedule(Handle handle, Time at, Callback callback);
   bool empty() const { return size() == 0; }
   size_t size() const { return heap_.size() + in_lanes_; }
   Time next_time() const;
@@ -168,6 +172,8 @@ class Engine {
   // one is free. The order events run in is the same either way.
   void post(Time delay, Callback callback, bool recurring = false);
   bool cancel(EventQueue::Handle handle) { return queue_.cancel(handle); }
+  // cancel(handle) then at(when, callback), cheaper (EventQueue::reschedule).
+  EventQueue::Handle reschedule(EventQueue::Handle handle, Time when, Callback callback);
   bool idle() const { return queue_.empty(); }
   Time next_time() const { return queue_.next_time(); }
   // The callback the next step() will run, if it is one (for prefetching what it will touch).

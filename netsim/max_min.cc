@@ -30,28 +30,87 @@ int MaxMinSolver::add_flow(std::span<const int> links, double cap) {
   return static_cast<int>(cap_.size() - 1);
 }
 
-bool MaxMinSolver::later(const Entry& a, const Entry& b) {
-  if (a.level != b.level) return a.level > b.level;
-  if (a.kind != b.kind) return a.kind > b.kind;
-  return a.index > b.index;
+void MaxMinSolver::sift_up(size_t at) {
+  const Entry e = heap_[at];
+  while (at > 0) {
+    const size_t parent = (at - 1) / 2;
+    if (!before(e, heap_[parent])) break;
+    place(at, heap_[parent]);
+    at = parent;
+  }
+  place(at, e);
 }
 
-void MaxMinSolver::push(Entry e) {
-  heap_.push_back(e);
-  std::push_heap(heap_.begin(), heap_.end(), later);
+void MaxMinSolver::sift_down(size_t at) {
+  const size_t n = heap_.size();
+  const Entry e = heap_[at];
+  for (;;) {
+    size_t child = 2 * at + 1;
+    if (child >= n) break;
+    if (child + 1 < n && before(heap_[child + 1], heap_[child])) ++child;
+    if (!before(heap_[child], e)) break;
+    place(at, heap_[child]);
+    at = child;
+  }
+  place(at, e);
+}
+
+MaxMinSolver::Entry MaxMinSolver::pop() {
+  const Entry top = heap_.front();
+  position_[static_cast<size_t>(top.item)] = -1;
+  const Entry last = heap_.back();
+  heap_.pop_back();
+  if (!heap_.empty()) {
+    heap_.front() = last;
+    sift_down(0);
+  }
+  return top;
 }
 
 void MaxMinSolver::freeze(int flow, double rate) {
   frozen_[static_cast<size_t>(flow)] = 1;
+  ++frozen_count_;
   rate_[static_cast<size_t>(flow)] = rate;
   for (int32_t i = flow_begin_[static_cast<size_t>(flow)];
        i < flow_begin_[static_cast<size_t>(flow) + 1]; ++i) {
     const auto l = static_cast<size_t>(flow_links_[static_cast<size_t>(i)]);
     remaining_[l] = std::max(0.0, remaining_[l] - rate);
     --unfrozen_[l];
-    ++version_[l];
-    if (unfrozen_[l] > 0) push({remaining_[l] / unfrozen_[l], 0, static_cast<int32_t>(l), version_[l]});
+    if (!is_touched_[l]) {
+      is_touched_[l] = 1;
+      touched_.push_back(static_cast<int32_t>(l));
+    }
   }
+}
+
+void MaxMinSolver::rekey_touched() {
+  for (const int32_t link : touched_) {
+    const auto l = static_cast<size_t>(link);
+    is_touched_[l] = 0;
+    const int32_t at = position_[l];
+    if (at < 0) continue;  // its entry has popped: the link was the bottleneck
+    if (unfrozen_[l] == 0) {
+      // Out of the heap: the last entry takes its place and moves whichever way it must.
+      const Entry last = heap_.back();
+      heap_.pop_back();
+      position_[l] = -1;
+      if (static_cast<size_t>(at) < heap_.size()) {
+        place(static_cast<size_t>(at), last);
+        sift_down(static_cast<size_t>(at));
+        sift_up(static_cast<size_t>(position_[static_cast<size_t>(last.item)]));
+      }
+      continue;
+    }
+    const double level = remaining_[l] / unfrozen_[l];
+    Entry& e = heap_[static_cast<size_t>(at)];
+    const bool lower = level < e.level;
+    e.level = level;
+    if (lower)
+      sift_up(static_cast<size_t>(at));
+    else
+      sift_down(static_cast<size_t>(at));
+  }
+  touched_.clear();
 }
 
 const std::vector<double>& MaxMinSolver::solve() {
@@ -76,31 +135,40 @@ const std::vector<double>& MaxMinSolver::solve() {
   unfrozen_.resize(n_links);
   for (size_t l = 0; l < n_links; ++l)
     unfrozen_[l] = link_begin_[l + 1] - link_begin_[l];
-  version_.assign(n_links, 0);
   frozen_.assign(n_flows, 0);
+  frozen_count_ = 0;
+  is_touched_.assign(n_links, 0);
+  touched_.clear();
   rate_.assign(n_flows, kUncapped);
+
   heap_.clear();
-
+  position_.assign(n_links + n_flows, -1);
   for (size_t l = 0; l < n_links; ++l)
-    if (unfrozen_[l] > 0) push({remaining_[l] / unfrozen_[l], 0, static_cast<int32_t>(l), 0});
+    if (unfrozen_[l] > 0) heap_.push_back({remaining_[l] / unfrozen_[l], static_cast<int32_t>(l)});
   for (size_t f = 0; f < n_flows; ++f)
-    if (cap_[f] != kUncapped) push({cap_[f], 1, static_cast<int32_t>(f), 0});
+    if (cap_[f] != kUncapped) heap_.push_back({cap_[f], static_cast<int32_t>(n_links + f)});
+  for (size_t at = 0; at < heap_.size(); ++at)
+    position_[static_cast<size_t>(heap_[at].item)] = static_cast<int32_t>(at);
+  for (size_t at = heap_.size() / 2; at-- > 0;)
+    sift_down(at);
 
-  while (!heap_.empty()) {
-    std::pop_heap(heap_.begin(), heap_.end(), later);
-    const Entry e = heap_.back();
-    heap_.pop_back();
-    const auto i = static_cast<size_t>(e.index);
-    if (e.kind == 1) {
-      if (!frozen_[i]) freeze(e.index, e.level);
+  while (frozen_count_ < n_flows && !heap_.empty()) {
+    const Entry e = pop();
+    if (static_cast<size_t>(e.item) >= n_links) {  // a flow's cap
+      const int flow = e.item - static_cast<int>(n_links);
+      if (!frozen_[static_cast<size_t>(flow)]) {
+        freeze(flow, e.level);
+        rekey_touched();
+      }
       continue;
     }
-    if (e.version != version_[i] || unfrozen_[i] == 0) continue;  // stale
-    const double level = e.level;
+    // A link: every flow still unfrozen on it freezes at its level.
+    const auto i = static_cast<size_t>(e.item);
     for (int32_t k = link_begin_[i]; k < link_begin_[i + 1]; ++k) {
       const int32_t f = link_flows_[static_cast<size_t>(k)];
-      if (!frozen_[static_cast<size_t>(f)]) freeze(f, level);
+      if (!frozen_[static_cast<size_t>(f)]) freeze(f, e.level);
     }
+    rekey_touched();
   }
   // Flows that cross no link and have no cap keep +infinity.
   return rate_;

@@ -14,6 +14,13 @@
 // and filling goes on with the rest. A link's level never decreases when another link's flows freeze
 // (they freeze at a rate no higher than its level), so a heap of levels with stale entries skipped
 // gives the bottlenecks in order. Ties are broken by (level, kind, index): the result is deterministic.
+//
+// The heap holds at most one entry per link and one per capped flow, each keyed by its current level
+// (a link's is updated in place when its flows freeze): the entries pop in the same (level, kind,
+// index) order as a heap of every level ever pushed with the outdated ones skipped, so the freezes,
+// their order and their arithmetic are those of that textbook form, while the heap stays as small as
+// the system. A bottleneck's flows are all frozen before the links they left are re-keyed (once each),
+// and filling stops once every flow is frozen (every entry left would be skipped).
 #pragma once
 
 #include <cstdint>
@@ -39,15 +46,29 @@ class MaxMinSolver {
   const std::vector<double>& solve();
 
  private:
+  // Heap items: link l is item l, flow f's cap is item links() + f, so that ordering entries by
+  // (level, item) is ordering them by (level, kind, index).
   struct Entry {
     double level;
-    uint8_t kind;  // 0: a link's level, 1: a flow's cap
-    int32_t index;
-    uint32_t version;
+    int32_t item;
   };
-  static bool later(const Entry& a, const Entry& b);
-  void push(Entry e);
+  static bool before(const Entry& a, const Entry& b) {
+    return a.level != b.level ? a.level < b.level : a.item < b.item;
+  }
+  void place(size_t at, const Entry& e) {
+    heap_[at] = e;
+    position_[static_cast<size_t>(e.item)] = static_cast<int32_t>(at);
+  }
+  void sift_up(size_t at);
+  void sift_down(size_t at);
+  // Removes and returns the first entry.
+  Entry pop();
+  // Freezes `flow` at `rate`, taking it off its links; the links it leaves with unfrozen flows are
+  // listed in touched_ (once each) for rekey_touched().
   void freeze(int flow, double rate);
+  // Every touched link's entry gets its new level (or leaves the heap, once the link has no unfrozen
+  // flow).
+  void rekey_touched();
 
   // The system.
   std::vector<double> capacity_;
@@ -60,10 +81,13 @@ class MaxMinSolver {
   std::vector<int32_t> link_flows_;
   std::vector<double> remaining_;
   std::vector<int32_t> unfrozen_;
-  std::vector<uint32_t> version_;
   std::vector<uint8_t> frozen_;
+  std::vector<uint8_t> is_touched_;  // per link: listed in touched_
+  std::vector<int32_t> touched_;
+  size_t frozen_count_ = 0;
   std::vector<double> rate_;
-  std::vector<Entry> heap_;
+  std::vector<Entry> heap_;        // a binary heap, first by before()
+  std::vector<int32_t> position_;  // per item: its index in heap_, -1 when not there
 };
 
 }  // namespace bagua::netsim

@@ -225,9 +225,9 @@ void FlowNetwork::bring_up_to_date(Flow& f) {
 
 void FlowNetwork::schedule_completion(int32_t id) {
   Flow& f = flows_[static_cast<size_t>(id)];
-  engine_.cancel(f.completion);
   const Time at = engine_.now() + ceil_ns(f.remaining * 1e9 / f.rate);
-  f.completion = engine_.at(at, Callback{&complete_event, this, static_cast<uint64_t>(id)});
+  f.completion =
+      engine_.reschedule(f.completion, at, Callback{&complete_event, this, static_cast<uint64_t>(id)});
 }
 
 void FlowNetwork::reshare(std::span<const int32_t> changed) {

@@ -222,6 +222,74 @@ TEST(Engine, PeekShowsTheCallbackThatRunsNext) {
   EXPECT_EQ(e.peek().fn, nullptr);
 }
 
+TEST(Engine, RescheduleRunsAnEventWhereCancelAndScheduleWould) {
+  // Callbacks record their argument. A (1) and B (2) at 10 ns, C (3) at 20 ns. A moved to 10 ns again
+  // takes a new sequence number, so it now runs after B (as a cancelled and re-added event would); C
+  // moved to 5 ns runs first; A's handle stays valid and moving it once more to 30 ns puts it last. A
+  // handle whose event has run is stale: reschedule then schedules a new event.
+  Engine e;
+  std::vector<uint64_t> order;
+  const Callback::Fn record = [](void* o, uint64_t x) {
+    static_cast<std::vector<uint64_t>*>(o)->push_back(x);
+  };
+  auto a = e.at(Time::ns(10), Callback{record, &order, 1});
+  e.at(Time::ns(10), Callback{record, &order, 2});
+  auto c = e.at(Time::ns(20), Callback{record, &order, 3});
+  a = e.reschedule(a, Time::ns(10), Callback{record, &order, 1});
+  c = e.reschedule(c, Time::ns(5), Callback{record, &order, 3});
+  const auto a_again = e.reschedule(a, Time::ns(30), Callback{record, &order, 1});
+  EXPECT_EQ(a_again, a);
+  while (!e.idle())
+    e.step();
+  EXPECT_EQ(order, (std::vector<uint64_t>{3, 2, 1}));
+  EXPECT_EQ(e.now(), Time::ns(30));
+  // The event behind `c` has run: a new one is scheduled (at 40 ns) and runs.
+  const auto fresh = e.reschedule(c, Time::ns(40), Callback{record, &order, 4});
+  EXPECT_NE(fresh, EventQueue::kNoEvent);
+  e.step();
+  EXPECT_EQ(order.back(), 4u);
+  EXPECT_EQ(e.now(), Time::ns(40));
+  EXPECT_THROW(e.reschedule(fresh, Time::ns(39), Callback{record, &order, 5}), InternalError);
+}
+
+TEST(Engine, RescheduledHeapEventsComeOutInTheSameOrderAsCancelledAndRescheduledOnes) {
+  // Two queues get the same random schedule, reschedule and cancel operations; one reschedules in
+  // place, the other cancels and schedules again. They must run the same events in the same order.
+  std::mt19937_64 rng(7);
+  Engine moved, readded;
+  std::vector<uint64_t> order_moved, order_readded;
+  const Callback::Fn record = [](void* o, uint64_t x) {
+    static_cast<std::vector<uint64_t>*>(o)->push_back(x);
+  };
+  std::vector<EventQueue::Handle> hm, hr;
+  for (uint64_t i = 0; i < 2000; ++i) {
+    const Time at = moved.now() + Time::ns(static_cast<int64_t>(rng() % 50));
+    const uint64_t op = rng() % 4;
+    if (op == 0 || hm.empty()) {
+      hm.push_back(moved.at(at, Callback{record, &order_moved, i}));
+      hr.push_back(readded.at(at, Callback{record, &order_readded, i}));
+    } else if (op == 1) {
+      const size_t k = rng() % hm.size();
+      hm[k] = moved.reschedule(hm[k], at, Callback{record, &order_moved, i});
+      readded.cancel(hr[k]);
+      hr[k] = readded.at(at, Callback{record, &order_readded, i});
+    } else if (op == 2) {
+      const size_t k = rng() % hm.size();
+      moved.cancel(hm[k]);
+      readded.cancel(hr[k]);
+    } else if (!moved.idle()) {
+      moved.step();
+      readded.step();
+    }
+  }
+  while (!moved.idle())
+    moved.step();
+  while (!readded.idle())
+    readded.step();
+  EXPECT_EQ(order_moved, order_readded);
+  EXPECT_GT(order_moved.size(), 500u);
+}
+
 TEST(Engine, SchedulingInThePastIsABug) {
   Engine e;
   e.at(Time::ns(10), [] {});
