@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "core/collectives/collectives.h"
+#include "core/collectives/fold.h"
 #include "core/operation.h"
 #include "core/ops.h"
 
@@ -24,21 +25,13 @@ void halving_doubling_allreduce(Transport& transport, const BufferView& data, Re
   const int ranks = transport.size();
   const int rank = transport.rank();
   if (ranks == 1 || data.count() == 0) return;
-  int core = 1;
-  while (core * 2 <= ranks)
-    core *= 2;
-  const int extra = ranks - core;
+  const PowerOfTwoFold fold(ranks, rank);
+  const int core = fold.core;
   const Chunking chunks(data, core);
-  auto rank_of_core_rank = [&](int c) { return c < extra ? 2 * c + 1 : c + extra; };
 
-  if (rank < 2 * extra && rank % 2 == 0) {  // folded away
-    const int partner = rank + 1;
-    transport.send(data, partner, tag);
-    transport.recv(data, partner, tag);
-    return;
-  }
-  const bool is_partner = rank < 2 * extra;
-  const int core_rank = is_partner ? rank / 2 : rank - extra;
+  if (fold.folded_away) return PowerOfTwoFold::fold_away(transport, data, rank, tag);
+  const bool is_partner = fold.is_partner;
+  const int core_rank = fold.core_rank;
   // The largest message received: a folded rank's data, or half of the whole block (the first half,
   // since the first chunks are the larger ones).
   const size_t incoming_count = is_partner ? data.count() : chunks.chunks(0, core / 2).count();
@@ -54,7 +47,7 @@ void halving_doubling_allreduce(Transport& transport, const BufferView& data, Re
   int block_first = 0;
   int block_chunks = core;
   for (int distance = core / 2; distance >= 1; distance /= 2) {
-    const int peer = rank_of_core_rank(core_rank ^ distance);
+    const int peer = fold.rank_of_core_rank(core_rank ^ distance);
     const int half = block_chunks / 2;
     const bool keep_lower = (core_rank & distance) == 0;
     const int kept_first = keep_lower ? block_first : block_first + half;
@@ -68,7 +61,7 @@ void halving_doubling_allreduce(Transport& transport, const BufferView& data, Re
   }
 
   for (int distance = 1; distance < core; distance *= 2) {
-    const int peer = rank_of_core_rank(core_rank ^ distance);
+    const int peer = fold.rank_of_core_rank(core_rank ^ distance);
     const int peer_block_first = block_first ^ distance;
     transport.sendrecv(chunks.chunks(block_first, block_chunks), peer,
                        chunks.chunks(peer_block_first, block_chunks), peer, tag);

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "core/collectives/collectives.h"
+#include "core/collectives/fold.h"
 #include "core/operation.h"
 #include "core/ops.h"
 
@@ -16,7 +17,7 @@ namespace bagua::collectives {
 
 void recursive_doubling_allreduce(Transport& transport, const BufferView& data, ReduceOp op, Tag tag) {
   // Terms. `core` is the largest power of two not above the number of `ranks`; the `extra` = ranks -
-  // core ranks are folded in first (the standard fold, as in halving-doubling): among ranks below
+  // core ranks are folded in first (PowerOfTwoFold, fold.h): among ranks below
   // 2 extra, each even rank sends its whole data to its `partner`, the odd rank above it, which
   // reduces it in, and the even rank waits for the result. The remaining `core` ranks are numbered by
   // `core_rank` (odd r < 2 extra: r / 2; r >= 2 extra: r - extra). A rank's `accumulated` data is the
@@ -34,20 +35,12 @@ void recursive_doubling_allreduce(Transport& transport, const BufferView& data, 
   const int ranks = transport.size();
   const int rank = transport.rank();
   if (ranks == 1 || data.count() == 0) return;
-  int core = 1;
-  while (core * 2 <= ranks)
-    core *= 2;
-  const int extra = ranks - core;
-  auto rank_of_core_rank = [&](int c) { return c < extra ? 2 * c + 1 : c + extra; };
+  const PowerOfTwoFold fold(ranks, rank);
+  const int core = fold.core;
 
-  if (rank < 2 * extra && rank % 2 == 0) {  // folded away
-    const int partner = rank + 1;
-    transport.send(data, partner, tag);
-    transport.recv(data, partner, tag);
-    return;
-  }
-  const bool is_partner = rank < 2 * extra;
-  const int core_rank = is_partner ? rank / 2 : rank - extra;
+  if (fold.folded_away) return PowerOfTwoFold::fold_away(transport, data, rank, tag);
+  const bool is_partner = fold.is_partner;
+  const int core_rank = fold.core_rank;
   const Buffer scratch = Buffer::like(data, data.dtype(), data.count());
   BufferView accumulated = data;
   BufferView incoming = scratch.view();
@@ -63,7 +56,7 @@ void recursive_doubling_allreduce(Transport& transport, const BufferView& data, 
   }
 
   for (int distance = 1; distance < core; distance *= 2) {
-    const int peer = rank_of_core_rank(core_rank ^ distance);
+    const int peer = fold.rank_of_core_rank(core_rank ^ distance);
     transport.sendrecv(accumulated, peer, incoming, peer, tag);
     if (peer < rank) {
       reduce_lower();
