@@ -31,6 +31,15 @@ inline void write_file(const std::filesystem::path& p, const std::string& text) 
   std::ofstream(p, std::ios::binary) << text;
 }
 
+// `text` cut at its line breaks (no empty last line for a text ending in one).
+inline std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::stringstream s(text);
+  for (std::string line; std::getline(s, line);)
+    lines.push_back(line);
+  return lines;
+}
+
 // `s` as one word for the shell.
 inline std::string shell_quote(const std::string& s) {
   std::string q = "'";

@@ -29,6 +29,7 @@
 namespace {
 
 namespace fs = std::filesystem;
+using bagua::testing::lines_of;
 
 using bagua::testing::read_file;
 using bagua::testing::run_command;
@@ -53,14 +54,6 @@ std::map<std::string, std::string> results_of(const fs::path& root) {
   for (const auto& e : fs::recursive_directory_iterator(root / "points"))
     if (e.is_regular_file()) files[fs::relative(e.path(), root).string()] = read_file(e.path());
   return files;
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::stringstream s(text);
-  for (std::string line; std::getline(s, line);)
-    lines.push_back(line);
-  return lines;
 }
 
 size_t count_of(const std::string& text, const std::string& what) {

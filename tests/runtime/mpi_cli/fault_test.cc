@@ -40,6 +40,7 @@
 namespace {
 
 namespace fs = std::filesystem;
+using bagua::testing::lines_of;
 using bagua::testing::read_file;
 using bagua::testing::shell_quote;
 using Steady = std::chrono::steady_clock;
@@ -50,14 +51,6 @@ constexpr int kRanks = 4;
 
 double seconds_since(Steady::time_point t) {
   return std::chrono::duration<double>(Steady::now() - t).count();
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::stringstream s(text);
-  for (std::string line; std::getline(s, line);)
-    lines.push_back(line);
-  return lines;
 }
 
 // The processes whose parent is `parent` (Linux: /proc/PID/task/TID/children).

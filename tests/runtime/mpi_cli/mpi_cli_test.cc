@@ -38,6 +38,7 @@
 namespace {
 
 namespace fs = std::filesystem;
+using bagua::testing::lines_of;
 using Json = nlohmann::json;
 
 const char* kConfig = "configs/runtime/all_algorithms.json";
@@ -70,14 +71,6 @@ std::vector<std::string> csv_fields(const std::string& line) {
     }
   }
   return fields;
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::stringstream s(text);
-  for (std::string line; std::getline(s, line);)
-    lines.push_back(line);
-  return lines;
 }
 
 // A CSV file: its header and its rows, every row checked to have the header's number of fields.

@@ -29,17 +29,10 @@
 namespace {
 
 namespace fs = std::filesystem;
+using bagua::testing::lines_of;
 using Json = nlohmann::json;
 using bagua::testing::read_file;
 using bagua::testing::run_command;
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::stringstream s(text);
-  for (std::string line; std::getline(s, line);)
-    lines.push_back(line);
-  return lines;
-}
 
 // The results.csv row of each point, by the point's position in the sweep (rows are in sweep order).
 std::vector<std::string> rows_of(const fs::path& out) {
