@@ -18,6 +18,7 @@
 #include "core/compress/common.h"
 #include "core/compress/kernels_x86.h"
 #include "core/compress/minmax_uint8.h"
+#include "core/compress/qsgd_code.h"
 #include "core/compress/reference.h"
 #include "core/compress/simd.h"
 
@@ -81,6 +82,7 @@ double sum_abs(const float* x, size_t len) {
   const uint64_t kAbs = 0x7FFFFFFFFFFFFFFFull;
   size_t j = 0;
   for (; j + 32 <= len; j += 32) {
+#pragma GCC unroll 8  // the accumulators in registers (GCC keeps a rolled loop's array in memory)
     for (int a = 0; a < 8; ++a) {
       const F64x4 d = __builtin_convertvector(load<F32x4>(x + j + 4 * a), F64x4);
       acc[a] += bits_as<F64x4>(bits_as<U64x4>(d) & kAbs);
@@ -720,6 +722,7 @@ double sum_squares(const float* x, size_t len) {
   F64x4 acc[8] = {};
   size_t j = 0;
   for (; j + 32 <= len; j += 32) {
+#pragma GCC unroll 8  // the accumulators in registers (GCC keeps a rolled loop's array in memory)
     for (int a = 0; a < 8; ++a) {
       const F64x4 d = __builtin_convertvector(load<F32x4>(x + j + 4 * a), F64x4);
       acc[a] += d * d;
@@ -739,25 +742,10 @@ float qsgd_norm(const float* x, size_t len) {
 #else
   const double sum = sum_squares(x, len);
 #endif
-  if (std::isfinite(sum)) {
-    const double delta = 4.0 * static_cast<double>(len + 2) * 0x1p-53;
-    const auto lo = static_cast<float>(std::sqrt(sum * (1.0 - delta)));
-    const auto hi = static_cast<float>(std::sqrt(sum * (1.0 + delta)));
-    if (std::bit_cast<uint32_t>(lo) == std::bit_cast<uint32_t>(hi)) return lo;
-  }
-  double squares = 0;  // the reference's loop
-  for (size_t j = 0; j < len; ++j)
-    squares += static_cast<double>(x[j]) * x[j];
-  return static_cast<float>(std::sqrt(squares));
+  return qsgd_certified_norm(sum, x, len);
 }
 
-// SplitMix64 (common.h's Rng) is a counter: draw t (from 0) of a generator in state s0 mixes
-// s0 + (t + 1) G. Its uniform() keeps the top 24 bits of the mix, and the mix's last step
-// (z ^ (z >> 31)) leaves those unchanged, so it is skipped.
-constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;  // Rng::next's increment
-constexpr uint64_t kMix1 = 0xBF58476D1CE4E5B9ull;    // its multipliers
-constexpr uint64_t kMix2 = 0x94D049BB133111EBull;
-
+// Rng::uniform() of generators in states `state` (qsgd_code.h: the mix's last step skipped).
 inline F32x4 uniform4(U64x4 state) {
   U64x4 z = (state ^ (state >> 30)) * kMix1;
   z = (z ^ (z >> 27)) * kMix2;
@@ -787,20 +775,8 @@ inline F32x4 uniform4(U64x4 state) {
     const U32x8 negative = bits_as<U32x8>((l != 0u) & (v < 0.0f)) & 1u;
     store(codes + j, l | (negative << level_bits));
   }
-  for (; j < len; ++j) {
-    const size_t e = begin + j;
-    const float xe = x[e];
-    float r = std::fabs(xe) * levels_per_unit;
-    if (!(r >= 0.0f)) r = 0.0f;
-    const auto floor_r = static_cast<float>(static_cast<uint32_t>(r));
-    Rng one(s0 + e * kGolden);
-    const float u = one.uniform();
-    float level = floor_r + (u < r - floor_r ? 1.0f : 0.0f);
-    level = level < s ? level : s;
-    const auto l = static_cast<uint32_t>(level);
-    const uint32_t negative = (l != 0 && xe < 0.0f) ? 1u : 0u;
-    codes[j] = l | (negative << level_bits);
-  }
+  for (; j < len; ++j)
+    codes[j] = qsgd_code(x[begin + j], levels_per_unit, s, level_bits, qsgd_draw(s0, begin + j));
 }
 
 // The body for the baseline and AVX2 (target_clones); AVX-512 has its own (kernels_x86.h), whose
@@ -822,27 +798,31 @@ void qsgd_codes(const float* x, size_t begin, size_t len, float levels_per_unit,
 
 }  // namespace
 
-// reference::qsgd_encode: the norms first (one pass), then the codes tile by tile (eight lanes at a
-// time, each element's draw computed from its index), packed into the stream. Element e's code
-// starts at stream bit e b, so a block of 8 elements from an index divisible by 8 fills exactly b
-// whole bytes: for b <= 8 its codes are packed into one 64-bit word and stored as b bytes; wider codes
-// go through the reference's bit writer.
+// reference::qsgd_encode, each element's draw computed from its index. Element e's code starts at
+// stream bit e b, so a block of 8 elements from an index divisible by 8 fills exactly b whole bytes.
+// At AVX-512 with b <= 8 and chunks that start at such indices, chunk by chunk: its norm, then its
+// codes packed into the stream while the chunk is in cache (x86::qsgd_encode_avx512). Otherwise
+// the norms first (one pass), then the codes tile by tile (eight or sixteen lanes at a time), packed
+// into the stream: for b <= 8 a block of 8 codes into one 64-bit word stored as b bytes; wider codes
+// through the reference's bit writer.
 BAGUA_MULTIVERSION
 void qsgd_encode(const float* x, size_t n, size_t chunk_size, uint32_t levels, uint64_t seed,
                  uint64_t step, uint8_t* y) {
   const Chunking chunks(n, chunk_size);
   const float s = static_cast<float>(levels);
   const int level_bits = std::bit_width(levels), code_bits = level_bits + 1;
-  for (size_t i = 0; i < chunks.count; ++i)
-    store_f32(y + 4 * i, qsgd_norm(x + chunks.begin(i), chunks.length(i)));
-
   // s0 such that draw e mixes s0 + (e + 1) G: Rng::for_step(seed, step) is Rng(v), whose state is v.
   const uint64_t s0 = [&] {
     Rng mixer(seed);
     Rng stream(mixer.next() ^ step);
     return stream.next();
   }();
-
+#if defined(BAGUA_X86_KERNELS)
+  if (code_bits <= 8 && isa() == Isa::kAvx512 && (chunks.count == 1 || chunks.chunk % 8 == 0))
+    return x86::qsgd_encode_avx512(x, n, chunk_size, levels, s0, y);
+#endif
+  for (size_t i = 0; i < chunks.count; ++i)
+    store_f32(y + 4 * i, qsgd_norm(x + chunks.begin(i), chunks.length(i)));
   uint8_t* stream = y + 4 * chunks.count;
   uint8_t* const stream_end = stream + div_up(n * static_cast<size_t>(code_bits), 8);
   constexpr size_t kTile = 2048;  // codes per tile (8 KiB of scratch), a multiple of 8
@@ -862,10 +842,9 @@ void qsgd_encode(const float* x, size_t n, size_t chunk_size, uint32_t levels, u
     const size_t tile_end = std::min(n, tile + kTile);
     for (size_t e = tile; e < tile_end;) {
       const size_t i = e / chunks.chunk;
-      const float norm = load_f32(y + 4 * i);
-      const float levels_per_unit = norm > 0 && std::isfinite(norm) ? s / norm : 0.0f;
       const size_t end = std::min(tile_end, chunks.begin(i) + chunks.length(i));
-      qsgd_codes(x, e, end - e, levels_per_unit, s, level_bits, s0, codes + (e - tile));
+      qsgd_codes(x, e, end - e, qsgd_levels_per_unit(s, load_f32(y + 4 * i)), s, level_bits, s0,
+                 codes + (e - tile));
       e = end;
     }
     size_t e = tile;

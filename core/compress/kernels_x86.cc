@@ -18,6 +18,7 @@
 
 #include "core/compress/cast.h"
 #include "core/compress/common.h"
+#include "core/compress/qsgd_code.h"
 
 // No a * b + c may be contracted into a fused multiply-add: both levels have FMA instructions, and the
 // reference rounds the product. The fused operations below are written as such.
@@ -163,6 +164,26 @@ bool same_as_division(const float* decoded, const Levels& l) {
 // was: those lanes (exponent 0x1F, fraction bit 9 clear; infinity too, whose bit 22 is clear anyway)
 // have bit 22 cleared.
 constexpr int kHalfNearest = _MM_FROUND_TO_NEAREST_INT;
+
+// ---- QSGD's norms --------------------------------------------------------------------------------
+// The sum of x^2 in double over 64 lanes; each square is exact (24-bit significands), so the fused
+// multiply-add rounds as the product-then-add does.
+BAGUA_AVX512 inline double sum_squares(const float* x, size_t len) {
+  __m512d acc[4] = {_mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd()};
+  size_t j = 0;
+  for (; j + 32 <= len; j += 32) {
+#pragma GCC unroll 4  // the accumulators in registers (GCC keeps a rolled loop's array in memory)
+    for (int a = 0; a < 4; ++a) {
+      const __m512d d = _mm512_cvtps_pd(_mm256_loadu_ps(x + j + 8 * a));
+      acc[a] = _mm512_fmadd_pd(d, d, acc[a]);
+    }
+  }
+  double sum = 0;
+  for (; j < len; ++j)
+    sum += static_cast<double>(x[j]) * x[j];
+  const __m512d total = _mm512_add_pd(_mm512_add_pd(acc[0], acc[1]), _mm512_add_pd(acc[2], acc[3]));
+  return sum + _mm512_reduce_add_pd(total);
+}
 
 }  // namespace
 
@@ -449,19 +470,7 @@ BAGUA_AVX512 void fp16_decode_avx512(const uint8_t* y, size_t n, float* x) {
 }
 
 BAGUA_AVX512 double sum_squares_avx512(const float* x, size_t len) {
-  __m512d acc[4] = {_mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd()};
-  size_t j = 0;
-  for (; j + 32 <= len; j += 32) {
-    for (int a = 0; a < 4; ++a) {
-      const __m512d d = _mm512_cvtps_pd(_mm256_loadu_ps(x + j + 8 * a));
-      acc[a] = _mm512_fmadd_pd(d, d, acc[a]);  // d * d is exact: the same sum as mul then add
-    }
-  }
-  double sum = 0;
-  for (; j < len; ++j)
-    sum += static_cast<double>(x[j]) * x[j];
-  const __m512d total = _mm512_add_pd(_mm512_add_pd(acc[0], acc[1]), _mm512_add_pd(acc[2], acc[3]));
-  return sum + _mm512_reduce_add_pd(total);
+  return sum_squares(x, len);
 }
 
 namespace {
@@ -523,6 +532,7 @@ BAGUA_AVX512 double sum_abs_avx512(const float* x, size_t len) {
   __m512d acc[4] = {_mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd()};
   size_t j = 0;
   for (; j + 32 <= len; j += 32) {
+#pragma GCC unroll 4  // the accumulators in registers (GCC keeps a rolled loop's array in memory)
     for (int a = 0; a < 4; ++a) {
       const __m512d d = _mm512_cvtps_pd(_mm256_loadu_ps(x + j + 8 * a));
       acc[a] = _mm512_add_pd(acc[a],
@@ -580,70 +590,213 @@ BAGUA_AVX512 void sign_bits_avx512(const float* x, size_t bytes, uint8_t* bits) 
 
 namespace {
 
-constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;  // common.h's Rng::next increment
-constexpr uint64_t kMix1 = 0xBF58476D1CE4E5B9ull;    // its multipliers
-constexpr uint64_t kMix2 = 0x94D049BB133111EBull;
+// ---- QSGD ----------------------------------------------------------------------------------------
+// Terms of qsgd_code.h. Sixteen elements e .. e + 15 at a time; their draws are the mixes of states
+// s0 + (e + k + 1) G, eight lanes of 64 bits per mix (vpmullq). The reference's per-element arithmetic
+// in other instructions, each giving the same value:
+//   - r = max(|x| levels_per_unit, 0): vmaxps returns its second operand (0) where r is NaN, as the
+//     reference's `if (!(r >= 0)) r = 0`; r is never negative.
+//   - floor(r) by truncation to int32 (vcvttps2dq), and r - floor(r) by vreduceps (r - trunc(r), exact
+//     as the subtraction is). r <= s (1 + 2^-22) < 2^17 wherever levels_per_unit is finite (|x| is at
+//     most the chunk's norm), so the level floor(r) + 1 and min(level, s) are the same integers in
+//     int32 as in the reference's floats. Where levels_per_unit is infinite (a norm below
+//     s / FLT_MAX) r is +inf, whose uint32 cast in the reference is undefined: here floor is
+//     INT32_MIN and vreduceps gives 0, the code INT32_MIN | sign.
+//   - u < r - floor(r) as 2^24 u < 2^24 (r - floor(r)): 2^24 u is the draw's top 24 bits converted
+//     exactly, and scaling by 2^24 is exact.
+//   - the top 24 bits of a mix are the top 24 of its high 32 bits: the two mixes' high halves are
+//     gathered into sixteen 32-bit lanes in element order (one permute) and shifted by 8.
 
-// Rng::uniform() of generators in states `state` (eight lanes): the top 24 bits of the mix, whose last
-// step (z ^ (z >> 31)) leaves them unchanged, times 2^-24.
-BAGUA_AVX512 inline __m256 uniform8(__m512i state) {
-  __m512i z = _mm512_mullo_epi64(_mm512_xor_si512(state, _mm512_srli_epi64(state, 30)),
-                                 _mm512_set1_epi64(static_cast<long long>(kMix1)));
-  z = _mm512_mullo_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 27)),
-                         _mm512_set1_epi64(static_cast<long long>(kMix2)));
-  const __m256i top = _mm512_cvtepi64_epi32(_mm512_srli_epi64(z, 40));
-  return _mm256_mul_ps(_mm256_cvtepi32_ps(top), _mm256_set1_ps(0x1p-24f));
+// The mix of eight states as Rng::next computes it, before its last step (which keeps the top bits).
+BAGUA_AVX512 inline __m512i mix8(__m512i state) {
+  const __m512i z = _mm512_mullo_epi64(_mm512_xor_si512(state, _mm512_srli_epi64(state, 30)),
+                                       _mm512_set1_epi64(static_cast<long long>(kMix1)));
+  return _mm512_mullo_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 27)),
+                            _mm512_set1_epi64(static_cast<long long>(kMix2)));
+}
+
+// The loop's constants (those of one chunk set by start), and the codes of sixteen elements.
+struct QsgdLanes {
+  __m512i first;  // the states of the next block's elements e .. e + 7: s0 + (e + k + 1) G
+  __m512 unit;    // levels_per_unit
+  __m512i lane_draws, eight_draws, sixteen_draws;
+  __m512 zero, two24;
+  __m512i magnitude, one, s, sign_bit;
+
+  BAGUA_AVX512 QsgdLanes(float s_float, int level_bits) {
+    lane_draws =
+        _mm512_setr_epi64(static_cast<long long>(1 * kGolden), static_cast<long long>(2 * kGolden),
+                          static_cast<long long>(3 * kGolden), static_cast<long long>(4 * kGolden),
+                          static_cast<long long>(5 * kGolden), static_cast<long long>(6 * kGolden),
+                          static_cast<long long>(7 * kGolden), static_cast<long long>(8 * kGolden));
+    eight_draws = _mm512_set1_epi64(static_cast<long long>(8 * kGolden));
+    sixteen_draws = _mm512_set1_epi64(static_cast<long long>(16 * kGolden));
+    zero = _mm512_setzero_ps();
+    two24 = _mm512_set1_ps(0x1p24f);
+    magnitude = _mm512_set1_epi32(0x7FFFFFFF);
+    one = _mm512_set1_epi32(1);
+    s = _mm512_set1_epi32(static_cast<int32_t>(s_float));
+    sign_bit = _mm512_set1_epi32(1 << level_bits);
+  }
+
+  // The next block is element 0 of a run whose generator is in state s0.
+  BAGUA_AVX512 void start(float levels_per_unit, uint64_t s0) {
+    unit = _mm512_set1_ps(levels_per_unit);
+    first = _mm512_add_epi64(_mm512_set1_epi64(static_cast<long long>(s0)), lane_draws);
+  }
+
+  // The codes of the sixteen elements v of the next block; advances to the block after it.
+  BAGUA_AVX512 __m512i codes16(__m512 v) {
+    const __m512i low = mix8(first), high = mix8(_mm512_add_epi64(first, eight_draws));
+    first = _mm512_add_epi64(first, sixteen_draws);
+    const __m512i high_halves = _mm512_permutex2var_epi32(
+        low, _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31), high);
+    const __m512 u24 = _mm512_cvtepi32_ps(_mm512_srli_epi32(high_halves, 8));  // 2^24 u
+    const __m512 r = _mm512_max_ps(
+        _mm512_mul_ps(_mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(v), magnitude)), unit),
+        zero);
+    const __m512i floor_r = _mm512_cvttps_epi32(r);
+    const __m512 fraction = _mm512_reduce_ps(r, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    const __mmask16 up = _mm512_cmp_ps_mask(u24, _mm512_mul_ps(fraction, two24), _CMP_LT_OQ);
+    const __m512i l = _mm512_min_epi32(_mm512_mask_add_epi32(floor_r, up, floor_r, one), s);
+    const __mmask16 negative = _mm512_test_epi32_mask(l, l) & _mm512_cmp_ps_mask(v, zero, _CMP_LT_OQ);
+    return _mm512_mask_or_epi32(l, negative, l, sign_bit);
+  }
+};
+
+// Stores the low `bytes` bytes of `word` at p (8 where the stream has room: the next block
+// overwrites the excess).
+inline uint8_t* put_block(uint8_t* p, uint64_t word, size_t bytes, const uint8_t* stream_end) {
+  if (p + 8 <= stream_end) {
+    std::memcpy(p, &word, 8);
+  } else {
+    for (size_t b = 0; b < bytes; ++b)
+      p[b] = static_cast<uint8_t>(word >> (8 * b));
+  }
+  return p + bytes;
+}
+
+// Sixteen codes of code_bits <= 8 bits packed as the stream holds them, 2 code_bits bytes at p. With
+// kCodeBits = 4, each pair (codes 2k, 2k + 1, one 64-bit lane) becomes the byte c_2k | c_2k+1 << 4
+// (the lane's low 8 bits after q | q >> 28) and the eight lanes' low bytes are stored (vpmovqb); with
+// kCodeBits = 8 the codes' low bytes are stored (vpmovdb). Otherwise (kCodeBits = 0, any code_bits)
+// the low bytes of codes 0-7 and 8-15 are two words whose low code_bits bits of each byte (low_bits)
+// are gathered by bit extracts (BMI2 pext), and stored as two 8-byte words, code_bits bytes apart
+// (the next block overwrites the excess; only where the stream has room for it, `room`).
+template <int kCodeBits>
+BAGUA_AVX512 inline uint8_t* store16(__m512i codes, size_t code_bits, uint64_t low_bits, bool room,
+                                     uint8_t* p, const uint8_t* stream_end) {
+  if constexpr (kCodeBits == 4) {
+    _mm512_mask_cvtepi64_storeu_epi8(p, 0xFF, _mm512_or_si512(codes, _mm512_srli_epi64(codes, 28)));
+    return p + 8;
+  } else if constexpr (kCodeBits == 8) {
+    _mm512_mask_cvtepi32_storeu_epi8(p, 0xFFFF, codes);
+    return p + 16;
+  } else {
+    const __m128i narrow = _mm512_cvtepi32_epi8(codes);
+    const uint64_t low = _pext_u64(static_cast<uint64_t>(_mm_cvtsi128_si64(narrow)), low_bits);
+    const uint64_t high = _pext_u64(static_cast<uint64_t>(_mm_extract_epi64(narrow, 1)), low_bits);
+    if (room) {
+      std::memcpy(p, &low, 8);
+      std::memcpy(p + code_bits, &high, 8);
+      return p + 2 * code_bits;
+    }
+    p = put_block(p, low, code_bits, stream_end);
+    return put_block(p, high, code_bits, stream_end);
+  }
+}
+
+// A chunk's codes x[0, len) packed from `stream`, which is where its first code starts (a byte
+// boundary), `lanes` started on it; returns where the next chunk's codes start. len is a multiple of 8
+// unless the chunk is the stream's last, whose partial byte is zero-padded. kCodeBits: as store16.
+template <int kCodeBits>
+BAGUA_AVX512 inline uint8_t* encode_chunk(QsgdLanes& lanes, const float* x, size_t len,
+                                          float levels_per_unit, float s, int level_bits, uint64_t s0,
+                                          uint8_t* stream, const uint8_t* stream_end) {
+  const int code_bits = level_bits + 1;
+  const auto bytes = static_cast<size_t>(code_bits);
+  const uint64_t low_bits = 0x0101010101010101ull * ((1u << code_bits) - 1u);
+  size_t j = 0;
+  for (; j + 16 <= len; j += 16)
+    stream = store16<kCodeBits>(lanes.codes16(_mm512_loadu_ps(x + j)), bytes, low_bits,
+                                stream + 16 <= stream_end, stream, stream_end);
+  // The last elements (fewer than 16): whole blocks of 8 through a 64-bit word, then the stream's
+  // last codes through a bit writer.
+  uint64_t pending = 0;
+  int pending_bits = 0;
+  for (size_t block = j; j < len; ++j) {
+    const uint32_t code = qsgd_code(x[j], levels_per_unit, s, level_bits, qsgd_draw(s0, j));
+    pending |= static_cast<uint64_t>(code) << pending_bits;
+    pending_bits += code_bits;
+    if (j + 1 == block + 8) {  // a whole block: 8 codes, `bytes` bytes
+      stream = put_block(stream, pending, bytes, stream_end);
+      pending = 0;
+      pending_bits = 0;
+      block = j + 1;
+    }
+  }
+  for (int b = 0; b < pending_bits; b += 8)
+    *stream++ = static_cast<uint8_t>(pending >> b);
+  return stream;
 }
 
 }  // namespace
 
 BAGUA_AVX512 void qsgd_codes_avx512(const float* x, size_t begin, size_t len, float levels_per_unit,
                                     float s, int level_bits, uint64_t s0, uint32_t* codes) {
-  const __m512i lane_draw =
-      _mm512_setr_epi64(static_cast<long long>(1 * kGolden), static_cast<long long>(2 * kGolden),
-                        static_cast<long long>(3 * kGolden), static_cast<long long>(4 * kGolden),
-                        static_cast<long long>(5 * kGolden), static_cast<long long>(6 * kGolden),
-                        static_cast<long long>(7 * kGolden), static_cast<long long>(8 * kGolden));
-  const __m512i eight_draws = _mm512_set1_epi64(static_cast<long long>(8 * kGolden));
-  const __m512 zero = _mm512_setzero_ps(), one = _mm512_set1_ps(1.0f), vs = _mm512_set1_ps(s),
-               unit = _mm512_set1_ps(levels_per_unit);
-  const __m512i magnitude = _mm512_set1_epi32(0x7FFFFFFF),
-                sign_bit = _mm512_set1_epi32(1 << level_bits);
+  QsgdLanes lanes(s, level_bits);
+  lanes.start(levels_per_unit, s0 + begin * kGolden);
   size_t j = 0;
-  for (; j + 16 <= len; j += 16) {
-    const size_t e = begin + j;
-    const __m512 v = _mm512_loadu_ps(x + e);
-    // r = |x| levels_per_unit, 0 where not >= 0 (NaN); floor by truncation (r >= 0).
-    __m512 r =
-        _mm512_mul_ps(_mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(v), magnitude)), unit);
-    r = _mm512_mask_mov_ps(zero, _mm512_cmp_ps_mask(r, zero, _CMP_GE_OQ), r);
-    const __m512 floor_r = _mm512_cvtepi32_ps(_mm512_cvttps_epi32(r));
-    // The draws of elements e .. e + 15: state s0 + (e + k + 1) G.
-    const __m512i first =
-        _mm512_add_epi64(_mm512_set1_epi64(static_cast<long long>(s0 + e * kGolden)), lane_draw);
-    const __m512 u = _mm512_insertf32x8(_mm512_castps256_ps512(uniform8(first)),
-                                        uniform8(_mm512_add_epi64(first, eight_draws)), 1);
-    // level = floor_r + (u < r - floor_r ? 1 : 0), then min(level, s).
-    __m512 level = _mm512_mask_add_ps(
-        floor_r, _mm512_cmp_ps_mask(u, _mm512_sub_ps(r, floor_r), _CMP_LT_OQ), floor_r, one);
-    level = _mm512_min_ps(level, vs);
-    const __m512i l = _mm512_cvttps_epi32(level);
-    const __mmask16 negative = _mm512_test_epi32_mask(l, l) & _mm512_cmp_ps_mask(v, zero, _CMP_LT_OQ);
-    _mm512_storeu_si512(codes + j, _mm512_mask_or_epi32(l, negative, l, sign_bit));
+  for (; j + 16 <= len; j += 16)
+    _mm512_storeu_si512(codes + j, lanes.codes16(_mm512_loadu_ps(x + begin + j)));
+  for (; j < len; ++j)
+    codes[j] = qsgd_code(x[begin + j], levels_per_unit, s, level_bits, qsgd_draw(s0, begin + j));
+}
+
+namespace {
+
+BAGUA_AVX512 inline float chunk_norm(const float* x, const compress_detail::Chunking& chunks,
+                                     size_t i) {
+  const float* chunk = x + chunks.begin(i);
+  return qsgd_certified_norm(sum_squares(chunk, chunks.length(i)), chunk, chunks.length(i));
+}
+
+// qsgd_encode_avx512 with kCodeBits as store16 takes it.
+template <int kCodeBits>
+BAGUA_AVX512 void encode_chunks(const float* x, size_t n, size_t chunk_size, uint32_t levels,
+                                uint64_t s0, uint8_t* y) {
+  const compress_detail::Chunking chunks(n, chunk_size);
+  const float s = static_cast<float>(levels);
+  const int level_bits = std::bit_width(levels), code_bits = level_bits + 1;
+  uint8_t* stream = y + 4 * chunks.count;
+  const uint8_t* const stream_end =
+      stream + compress_detail::div_up(n * static_cast<size_t>(code_bits), 8);
+  QsgdLanes lanes(s, level_bits);
+  float norm = chunks.count > 0 ? chunk_norm(x, chunks, 0) : 0.0f;
+  for (size_t i = 0; i < chunks.count; ++i) {
+    compress_detail::store_f32(y + 4 * i, norm);
+    const float levels_per_unit = qsgd_levels_per_unit(s, norm);
+    // The next chunk's norm first: its sum, square roots and division then overlap this chunk's
+    // codes instead of delaying the next chunk's.
+    if (i + 1 < chunks.count) norm = chunk_norm(x, chunks, i + 1);
+    const uint64_t chunk_s0 = s0 + chunks.begin(i) * kGolden;  // element j's draw: number j from here
+    lanes.start(levels_per_unit, chunk_s0);
+    stream = encode_chunk<kCodeBits>(lanes, x + chunks.begin(i), chunks.length(i), levels_per_unit, s,
+                                     level_bits, chunk_s0, stream, stream_end);
   }
-  for (; j < len; ++j) {
-    const size_t e = begin + j;
-    const float xe = x[e];
-    float r = std::fabs(xe) * levels_per_unit;
-    if (!(r >= 0.0f)) r = 0.0f;
-    const auto floor_r = static_cast<float>(static_cast<uint32_t>(r));
-    compress_detail::Rng one_draw(s0 + e * kGolden);
-    const float draw = one_draw.uniform();
-    float lv = floor_r + (draw < r - floor_r ? 1.0f : 0.0f);
-    lv = lv < s ? lv : s;
-    const auto li = static_cast<uint32_t>(lv);
-    const uint32_t neg = (li != 0 && xe < 0.0f) ? 1u : 0u;
-    codes[j] = li | (neg << level_bits);
+}
+
+}  // namespace
+
+BAGUA_AVX512 void qsgd_encode_avx512(const float* x, size_t n, size_t chunk_size, uint32_t levels,
+                                     uint64_t s0, uint8_t* y) {
+  switch (std::bit_width(levels) + 1) {
+    case 4:
+      return encode_chunks<4>(x, n, chunk_size, levels, s0, y);
+    case 8:
+      return encode_chunks<8>(x, n, chunk_size, levels, s0, y);
+    default:
+      return encode_chunks<0>(x, n, chunk_size, levels, s0, y);
   }
 }
 

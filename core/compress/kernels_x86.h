@@ -65,15 +65,25 @@ size_t topk_candidates_avx512(const float* x, size_t n, uint32_t floor, uint32_t
 size_t topk_candidates_feedback_avx512(const float* x, float one, float* e, size_t n, uint32_t floor,
                                        uint32_t* index);
 
-// QSGD (qsgd.h), AVX-512 only (its draws are 64-bit multiplies, one instruction there):
+// QSGD (qsgd.h), AVX-512 only (its draws are 64-bit multiplies, one instruction there); terms of
+// core/compress/qsgd_code.h:
 //   - the sum of x^2 in double over 64 lanes, each square exact (24-bit significands), so the fused
-//     multiply-add rounds as the product-then-add does; kernels.cc certifies the norm from it.
-//   - the codes of elements [begin, begin + len) of a chunk, as kernels.cc's qsgd_codes_body (element
-//     e's draw is number e of the SplitMix64 generator in state s0), sixteen lanes at a time.
-//   - count codes of code_bits <= 8 bits packed into the stream, count a multiple of 8: the codes of 8
-//     elements narrowed to 8 bytes, then their low code_bits bits gathered by one bit extract (BMI2
-//     pext), code_bits bytes stored.
+//     multiply-add rounds as the product-then-add does (certified by qsgd_certified_norm).
+//   - the codes of elements [begin, begin + len) of a chunk (element e's draw is number e of the
+//     SplitMix64 generator in state s0), sixteen lanes at a time.
+//   - reference::qsgd_encode for codes of code_bits <= 8 bits, whose chunks (but the last) have a
+//     multiple of 8 elements, chunk by chunk (draw e of the generator in state s0 for element e): its
+//     norm (summed as above, certified by qsgd_certified_norm), then its codes while it is in
+//     cache, sixteen at a time narrowed to bytes, their low code_bits bits gathered by bit extracts
+//     (BMI2 pext), 2 code_bits bytes stored (each chunk starts at a byte).
+//   - count codes of code_bits <= 8 bits packed into the stream, count a multiple of 8, as above.
 double sum_squares_avx512(const float* x, size_t len);
+void qsgd_codes_avx512(const float* x, size_t begin, size_t len, float levels_per_unit, float s,
+                       int level_bits, uint64_t s0, uint32_t* codes);
+void qsgd_encode_avx512(const float* x, size_t n, size_t chunk_size, uint32_t levels, uint64_t s0,
+                        uint8_t* y);
+void pack_codes_avx512(const uint32_t* codes, size_t count, int code_bits, uint8_t* stream,
+                       const uint8_t* stream_end);
 
 // sign (sign.h), AVX-512: the sum of |x| in double over 64 lanes (kernels.cc certifies the mean from
 // it); the same after e := x + one e (add_scaled's operations, `one` = 1), of the new e; and the bytes
@@ -81,9 +91,5 @@ double sum_squares_avx512(const float* x, size_t len);
 double sum_abs_avx512(const float* x, size_t len);
 double add_sum_abs_avx512(const float* x, float one, float* e, size_t len);
 void sign_bits_avx512(const float* x, size_t bytes, uint8_t* bits);
-void qsgd_codes_avx512(const float* x, size_t begin, size_t len, float levels_per_unit, float s,
-                       int level_bits, uint64_t s0, uint32_t* codes);
-void pack_codes_avx512(const uint32_t* codes, size_t count, int code_bits, uint8_t* stream,
-                       const uint8_t* stream_end);
 
 }  // namespace bagua::compress_kernels::x86

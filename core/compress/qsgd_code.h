@@ -1,0 +1,69 @@
+// QSGD's (qsgd.h) per-element step as the kernels compute it (kernels.cc, kernels_x86.cc): the draws
+// of the generator as a counter, and the code of one element, which the vector loops compute lane by
+// lane and their scalar tails call. The reference (reference.cc) keeps its own copy: it is what the
+// kernels are tested against.
+//
+// Terms (qsgd.h): s the levels, w = level_bits, levels_per_unit = s / norm of the element's chunk (0
+// for a chunk whose norm is zero or not finite), r = |x| levels_per_unit, the draw u uniform in [0, 1)
+// on the grid of 2^-24; the level l = floor(r) + (u < r - floor(r) ? 1 : 0), at most s; the code l,
+// with the sign (1 = negative, for l != 0) in bit w.
+#pragma once
+
+#include <bit>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+
+#include "core/compress/common.h"
+
+namespace bagua::compress_kernels {
+
+// No product here is followed by an addition that a fused multiply-add could change: the files that
+// include this one turn contraction off after their includes.
+//
+// SplitMix64 (common.h's Rng) is a counter: draw t (from 0) of a generator in state s0 mixes
+// s0 + (t + 1) G. Its uniform() keeps the top 24 bits of the mix, and the mix's last step
+// (z ^ (z >> 31)) leaves those unchanged, so the vector loops skip it.
+constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;  // Rng::next's increment G
+constexpr uint64_t kMix1 = 0xBF58476D1CE4E5B9ull;    // its multipliers
+constexpr uint64_t kMix2 = 0x94D049BB133111EBull;
+
+// The draw of element e of a stream whose generator starts in state s0: draw number e.
+inline float qsgd_draw(uint64_t s0, size_t e) {
+  compress_detail::Rng one(s0 + e * kGolden);
+  return one.uniform();
+}
+
+// A chunk's norm f32(sqrt(sum of squares)), the reference's value, from `sum`, its sum of squares taken
+// in another order (kernels.h: used where every sum within the error bound gives the same f32; else
+// the chunk x[0, len) is summed as the reference sums it).
+inline float qsgd_certified_norm(double sum, const float* x, size_t len) {
+  if (std::isfinite(sum)) {
+    const double delta = 4.0 * static_cast<double>(len + 2) * 0x1p-53;
+    const auto lo = static_cast<float>(std::sqrt(sum * (1.0 - delta)));
+    const auto hi = static_cast<float>(std::sqrt(sum * (1.0 + delta)));
+    if (std::bit_cast<uint32_t>(lo) == std::bit_cast<uint32_t>(hi)) return lo;
+  }
+  double squares = 0;  // the reference's loop (each square exact: a fused multiply-add adds the same)
+  for (size_t j = 0; j < len; ++j)
+    squares += static_cast<double>(x[j]) * x[j];
+  return static_cast<float>(std::sqrt(squares));
+}
+
+inline float qsgd_levels_per_unit(float s, float norm) {
+  return norm > 0 && std::isfinite(norm) ? s / norm : 0.0f;
+}
+
+// The code of an element x with draw u (reference::qsgd_encode's loop body).
+inline uint32_t qsgd_code(float x, float levels_per_unit, float s, int level_bits, float u) {
+  float r = std::fabs(x) * levels_per_unit;
+  if (!(r >= 0.0f)) r = 0.0f;                                         // NaN (a non-finite input)
+  const auto floor_r = static_cast<float>(static_cast<uint32_t>(r));  // r >= 0: truncation is floor
+  float level = floor_r + (u < r - floor_r ? 1.0f : 0.0f);
+  level = level < s ? level : s;
+  const auto l = static_cast<uint32_t>(level);
+  const uint32_t negative = (l != 0 && x < 0.0f) ? 1u : 0u;
+  return l | (negative << level_bits);
+}
+
+}  // namespace bagua::compress_kernels
