@@ -95,6 +95,26 @@ double sum_abs(const float* x, size_t len) {
   return sum + ((total[0] + total[1]) + (total[2] + total[3]));
 }
 
+// Sum of x^2 in double over 32 lanes (each square exact: a float's 24-bit significand squared fits
+// double's 53), then the tail: the norm's sum, to be certified as sign's mean is.
+BAGUA_MULTIVERSION
+double sum_squares(const float* x, size_t len) {
+  F64x4 acc[8] = {};
+  size_t j = 0;
+  for (; j + 32 <= len; j += 32) {
+#pragma GCC unroll 8  // the accumulators in registers (GCC keeps a rolled loop's array in memory)
+    for (int a = 0; a < 8; ++a) {
+      const F64x4 d = __builtin_convertvector(load<F32x4>(x + j + 4 * a), F64x4);
+      acc[a] += d * d;
+    }
+  }
+  double sum = 0;
+  for (; j < len; ++j)
+    sum += static_cast<double>(x[j]) * x[j];
+  const F64x4 total = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+  return sum + ((total[0] + total[1]) + (total[2] + total[3]));
+}
+
 // f32(sum / len) where `sum` was taken in some order: the value the reference's sequential sum gives,
 // when every sum within the error bound of kernels.h gives it; NaN as "unknown" otherwise.
 float certified_mean(double sum, size_t len, bool* known) {
@@ -165,6 +185,38 @@ Isa limit_isa(Isa level) {
   return used;
 }
 
+// ---- Dispatch ------------------------------------------------------------------------------------
+
+namespace {
+
+using Levels = MinMaxUint8Compressor::Levels;
+
+// The kernels that have a version per instruction-set level: for AVX-512 and AVX2 those of
+// kernels_x86.h, for the baseline this file's multiversioned loops (which also serve AVX2 where
+// kernels_x86.h has no AVX2 version). One table per level; kernels() is the table of the level in use
+// (isa()), the baseline's in a build without the x86 kernels.
+struct LevelKernels {
+  std::pair<float, float> (*min_max)(const float* x, size_t len);  // lane-wise (checked_min_max)
+  // e := x + one e, and the lane-wise min and max of the new e.
+  std::pair<float, float> (*add_min_max)(const float* x, float one, float* e, size_t len);
+  void (*quantize)(const float* x, size_t len, const Levels& l, uint8_t* q);
+  // Whether `decode` gives the division's bits for every byte under l (never at the baseline, whose
+  // `decode` is the division).
+  bool (*decode_exact)(const Levels& l);
+  void (*decode)(const uint8_t* q, size_t len, const Levels& l, float* x);
+  // minmax_uint8's residual pass; fast_decode: decode_exact held for l.
+  void (*quantize_residual)(float* e, size_t len, const Levels& l, float a, bool fast_decode,
+                            uint8_t* q);
+  void (*fp16_encode)(const float* x, size_t n, uint8_t* y);
+  void (*fp16_decode)(const uint8_t* y, size_t n, float* x);
+  double (*sum_abs)(const float* x, size_t len);      // sign's scale, to be certified
+  double (*sum_squares)(const float* x, size_t len);  // QSGD's norm, to be certified
+};
+
+const LevelKernels& kernels();  // defined below the baseline loops it names
+
+}  // namespace
+
 namespace {
 
 // The baseline's loops (simd.h's vectors), multiversioned.
@@ -223,9 +275,10 @@ void divide_generic(const uint8_t* q, size_t len, const MinMaxUint8Compressor::L
     chunk[j] = (static_cast<float>(q[j]) + l.lower_bound) / l.scale;
 }
 
+// fast_decode is false here (LevelKernels::decode_exact at the baseline): the division decodes.
 BAGUA_MULTIVERSION
 void quantize_residual_generic(float* chunk, size_t len, const MinMaxUint8Compressor::Levels& l,
-                               float a, uint8_t* q) {
+                               float a, bool /*fast_decode*/, uint8_t* q) {
   size_t j = 0;
   for (; j + 16 <= len; j += 16) {
     store_bytes16(q + j, quantize8(load<F32x8>(chunk + j), l),
@@ -240,19 +293,13 @@ void quantize_residual_generic(float* chunk, size_t len, const MinMaxUint8Compre
   }
 }
 
-// The lane-wise min and max at the level in use.
-std::pair<float, float> lane_min_max(const float* x, size_t len) {
-#if defined(BAGUA_X86_KERNELS)
-  switch (isa()) {
-    case Isa::kAvx512:
-      return x86::min_max_avx512(x, len);
-    case Isa::kAvx2:
-      return x86::min_max_avx2(x, len);
-    case Isa::kBaseline:
-      break;
-  }
-#endif
-  return lane_min_max_generic(x, len);
+std::pair<float, float> add_min_max_generic(const float* x, float one, float* e, size_t len) {
+  add_scaled(x, one, e, len, e);
+  return lane_min_max_generic(e, len);
+}
+
+bool division_only(const MinMaxUint8Compressor::Levels&) {
+  return false;
 }
 
 // A chunk's (min, max) from its lane-wise ones: the reference's where either is a zero (kernels.h).
@@ -261,79 +308,22 @@ std::pair<float, float> checked_min_max(std::pair<float, float> lanes, const flo
   return lanes;
 }
 
-void quantize(const float* chunk, size_t len, const MinMaxUint8Compressor::Levels& l, uint8_t* q) {
-#if defined(BAGUA_X86_KERNELS)
-  switch (isa()) {
-    case Isa::kAvx512:
-      return x86::quantize_avx512(chunk, len, l, q);
-    case Isa::kAvx2:
-      return x86::quantize_avx2(chunk, len, l, q);
-    case Isa::kBaseline:
-      break;
-  }
-#endif
-  quantize_generic(chunk, len, l, q);
-}
-
 // Below this many elements a chunk is decoded by division: certifying the fast decode costs 256
 // divisions (x86::decode_exact_*).
 constexpr size_t kCertifiedDecodeMin = 1024;
 
 // Whether the fast decode of the level in use is certified for l (x86::decode_exact_*).
 bool fast_decode_exact(const MinMaxUint8Compressor::Levels& l, size_t len) {
-#if defined(BAGUA_X86_KERNELS)
-  if (len < kCertifiedDecodeMin) return false;
-  switch (isa()) {
-    case Isa::kAvx512:
-      return x86::decode_exact_avx512(l);
-    case Isa::kAvx2:
-      return x86::decode_exact_avx2(l);
-    case Isa::kBaseline:
-      break;
-  }
-#endif
-  return false;
+  return len >= kCertifiedDecodeMin && kernels().decode_exact(l);
 }
 
 void dequantize(const uint8_t* q, size_t len, const MinMaxUint8Compressor::Levels& l, float* chunk) {
-#if defined(BAGUA_X86_KERNELS)
-  if (fast_decode_exact(l, len)) {
-    if (isa() == Isa::kAvx512) return x86::decode_avx512(q, len, l, chunk);
-    return x86::decode_avx2(q, len, l, chunk);
-  }
-#endif
-  divide_generic(q, len, l, chunk);
+  (fast_decode_exact(l, len) ? kernels().decode : divide_generic)(q, len, l, chunk);
 }
 
 void quantize_residual(float* chunk, size_t len, const MinMaxUint8Compressor::Levels& l, float a,
                        uint8_t* q) {
-#if defined(BAGUA_X86_KERNELS)
-  switch (isa()) {
-    case Isa::kAvx512:
-      return x86::quantize_residual_avx512(chunk, len, l, a, fast_decode_exact(l, len), q);
-    case Isa::kAvx2:
-      return x86::quantize_residual_avx2(chunk, len, l, a, fast_decode_exact(l, len), q);
-    case Isa::kBaseline:
-      break;
-  }
-#endif
-  quantize_residual_generic(chunk, len, l, a, q);
-}
-
-// e := x + one e over a chunk, with its lane-wise min and max.
-std::pair<float, float> add_lane_min_max(const float* x, float one, float* e, size_t len) {
-#if defined(BAGUA_X86_KERNELS)
-  switch (isa()) {
-    case Isa::kAvx512:
-      return x86::add_min_max_avx512(x, one, e, len);
-    case Isa::kAvx2:
-      return x86::add_min_max_avx2(x, one, e, len);
-    case Isa::kBaseline:
-      break;
-  }
-#endif
-  add_scaled(x, one, e, len, e);
-  return lane_min_max_generic(e, len);
+  kernels().quantize_residual(chunk, len, l, a, fast_decode_exact(l, len), q);
 }
 
 // A record's header: min, max, then zeros.
@@ -350,7 +340,7 @@ void zero_padding(uint8_t* q, size_t len) {
 }  // namespace
 
 std::pair<float, float> chunk_min_max(const float* x, size_t len) {
-  return checked_min_max(lane_min_max(x, len), x, len);
+  return checked_min_max(kernels().min_max(x, len), x, len);
 }
 
 // reference::minmax_uint8_encode: per chunk the min and max (one pass), then the bytes (a second).
@@ -364,7 +354,7 @@ void minmax_uint8_encode(const float* x, size_t n, size_t chunk_size, uint8_t* y
     const auto [min, max] = chunk_min_max(chunk, len);
     store_header(record, min, max);
     uint8_t* q = record + MinMaxUint8Compressor::kHeaderBytes;
-    quantize(chunk, len, MinMaxUint8Compressor::levels(min, max), q);
+    kernels().quantize(chunk, len, MinMaxUint8Compressor::levels(min, max), q);
     zero_padding(q, len);
   }
 }
@@ -383,11 +373,7 @@ void minmax_uint8_decode(const uint8_t* y, size_t n, size_t chunk_size, float* x
 
 float sign_scale(const float* x, size_t len) {
   bool known = false;
-#if defined(BAGUA_X86_KERNELS)
-  const double sum = isa() == Isa::kAvx512 ? x86::sum_abs_avx512(x, len) : sum_abs(x, len);
-#else
-  const double sum = sum_abs(x, len);
-#endif
+  const double sum = kernels().sum_abs(x, len);
   const float mean = certified_mean(sum, len, &known);
   return known ? mean : compress_reference::sign_scale(x, len);
 }
@@ -508,34 +494,65 @@ void fp16_decode_generic(const uint8_t* y, size_t n, float* x) {
   }
 }
 
+// The table of each level (LevelKernels).
+const LevelKernels& kernels() {
+  static const LevelKernels kBaseline{
+      .min_max = lane_min_max_generic,
+      .add_min_max = add_min_max_generic,
+      .quantize = quantize_generic,
+      .decode_exact = division_only,
+      .decode = divide_generic,
+      .quantize_residual = quantize_residual_generic,
+      .fp16_encode = fp16_encode_generic,
+      .fp16_decode = fp16_decode_generic,
+      .sum_abs = sum_abs,
+      .sum_squares = sum_squares,
+  };
+#if defined(BAGUA_X86_KERNELS)
+  static const LevelKernels kAvx2{
+      .min_max = x86::min_max_avx2,
+      .add_min_max = x86::add_min_max_avx2,
+      .quantize = x86::quantize_avx2,
+      .decode_exact = x86::decode_exact_avx2,
+      .decode = x86::decode_avx2,
+      .quantize_residual = x86::quantize_residual_avx2,
+      .fp16_encode = x86::fp16_encode_avx2,
+      .fp16_decode = x86::fp16_decode_avx2,
+      .sum_abs = sum_abs,
+      .sum_squares = sum_squares,
+  };
+  static const LevelKernels kAvx512{
+      .min_max = x86::min_max_avx512,
+      .add_min_max = x86::add_min_max_avx512,
+      .quantize = x86::quantize_avx512,
+      .decode_exact = x86::decode_exact_avx512,
+      .decode = x86::decode_avx512,
+      .quantize_residual = x86::quantize_residual_avx512,
+      .fp16_encode = x86::fp16_encode_avx512,
+      .fp16_decode = x86::fp16_decode_avx512,
+      .sum_abs = x86::sum_abs_avx512,
+      .sum_squares = x86::sum_squares_avx512,
+  };
+  switch (isa()) {
+    case Isa::kAvx512:
+      return kAvx512;
+    case Isa::kAvx2:
+      return kAvx2;
+    case Isa::kBaseline:
+      break;
+  }
+#endif
+  return kBaseline;
+}
+
 }  // namespace
 
 void fp16_encode(const float* x, size_t n, uint8_t* y) {
-#if defined(BAGUA_X86_KERNELS)
-  switch (isa()) {
-    case Isa::kAvx512:
-      return x86::fp16_encode_avx512(x, n, y);
-    case Isa::kAvx2:
-      return x86::fp16_encode_avx2(x, n, y);
-    case Isa::kBaseline:
-      break;
-  }
-#endif
-  fp16_encode_generic(x, n, y);
+  kernels().fp16_encode(x, n, y);
 }
 
 void fp16_decode(const uint8_t* y, size_t n, float* x) {
-#if defined(BAGUA_X86_KERNELS)
-  switch (isa()) {
-    case Isa::kAvx512:
-      return x86::fp16_decode_avx512(y, n, x);
-    case Isa::kAvx2:
-      return x86::fp16_decode_avx2(y, n, x);
-    case Isa::kBaseline:
-      break;
-  }
-#endif
-  fp16_decode_generic(y, n, x);
+  kernels().fp16_decode(y, n, x);
 }
 
 // cast.cc's f32_to_bf16_bits, lane by lane.
@@ -715,34 +732,9 @@ void topk_encode(const float* x, size_t n, size_t k, uint8_t* y, std::vector<uin
 
 namespace {
 
-// Sum of x^2 in double over 32 lanes (each square exact: a float's 24-bit significand squared fits
-// double's 53), then the tail: the norm's sum, to be certified as sign's mean is.
-BAGUA_MULTIVERSION
-double sum_squares(const float* x, size_t len) {
-  F64x4 acc[8] = {};
-  size_t j = 0;
-  for (; j + 32 <= len; j += 32) {
-#pragma GCC unroll 8  // the accumulators in registers (GCC keeps a rolled loop's array in memory)
-    for (int a = 0; a < 8; ++a) {
-      const F64x4 d = __builtin_convertvector(load<F32x4>(x + j + 4 * a), F64x4);
-      acc[a] += d * d;
-    }
-  }
-  double sum = 0;
-  for (; j < len; ++j)
-    sum += static_cast<double>(x[j]) * x[j];
-  const F64x4 total = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-  return sum + ((total[0] + total[1]) + (total[2] + total[3]));
-}
-
 // f32(sqrt(sum of squares)) of a chunk, the reference's value (kernels.h: certified, or redone).
 float qsgd_norm(const float* x, size_t len) {
-#if defined(BAGUA_X86_KERNELS)
-  const double sum = isa() == Isa::kAvx512 ? x86::sum_squares_avx512(x, len) : sum_squares(x, len);
-#else
-  const double sum = sum_squares(x, len);
-#endif
-  return qsgd_certified_norm(sum, x, len);
+  return qsgd_certified_norm(kernels().sum_squares(x, len), x, len);
 }
 
 // Rng::uniform() of generators in states `state` (qsgd_code.h: the mix's last step skipped).
@@ -1047,7 +1039,7 @@ void minmax_uint8_encode_feedback(const float* x, float one, float* e, size_t n,
     const size_t len = chunks.length(i);
     uint8_t* record = y + i * stride;
     const auto [min, max] =
-        checked_min_max(add_lane_min_max(x + chunks.begin(i), one, chunk, len), chunk, len);
+        checked_min_max(kernels().add_min_max(x + chunks.begin(i), one, chunk, len), chunk, len);
     store_header(record, min, max);
     uint8_t* q = record + MinMaxUint8Compressor::kHeaderBytes;
     quantize_residual(chunk, len, MinMaxUint8Compressor::levels(min, max), a, q);
