@@ -867,13 +867,18 @@ void qsgd_encode(const float* x, size_t n, size_t chunk_size, uint32_t levels, u
   if (pending_bits > 0) *stream = static_cast<uint8_t>(pending);
 }
 
-// reference::qsgd_decode: the codes unpacked (as the encoder packed them: one 64-bit word per block of
-// 8 for b <= 8), then scaled eight lanes at a time.
+// reference::qsgd_decode: where the AVX-512 encode packed the codes (above), chunk by chunk
+// (x86::qsgd_decode_avx512); otherwise the codes unpacked (as the encoder packed them: one 64-bit word
+// per block of 8 for b <= 8), then scaled eight lanes at a time.
 BAGUA_MULTIVERSION
 void qsgd_decode(const uint8_t* y, size_t n, size_t chunk_size, uint32_t levels, float* x) {
   const Chunking chunks(n, chunk_size);
   const float s = static_cast<float>(levels);
   const int level_bits = std::bit_width(levels), code_bits = level_bits + 1;
+#if defined(BAGUA_X86_KERNELS)
+  if (code_bits <= 8 && isa() == Isa::kAvx512 && (chunks.count == 1 || chunks.chunk % 8 == 0))
+    return x86::qsgd_decode_avx512(y, n, chunk_size, levels, x);
+#endif
   const uint32_t level_mask = (1u << level_bits) - 1u;
   const uint32_t code_mask = (1u << code_bits) - 1u;
   const uint8_t* stream = y + 4 * chunks.count;
@@ -924,11 +929,8 @@ void qsgd_decode(const uint8_t* y, size_t n, size_t chunk_size, uint32_t levels,
         const U32x8 sign = bits_as<U32x8>((code >> level_bits) != 0u) & 0x80000000u;
         store(x + j, bits_as<U32x8>(magnitude) ^ sign);
       }
-      for (; j < end; ++j) {
-        const uint32_t code = codes[j - tile];
-        const float magnitude = static_cast<float>(code & level_mask) * unit;
-        x[j] = (code >> level_bits) ? -magnitude : magnitude;
-      }
+      for (; j < end; ++j)
+        x[j] = qsgd_value(codes[j - tile], unit, level_bits);
       e = end;
     }
   }

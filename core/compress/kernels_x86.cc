@@ -800,6 +800,87 @@ BAGUA_AVX512 void qsgd_encode_avx512(const float* x, size_t n, size_t chunk_size
   }
 }
 
+namespace {
+
+// The sixteen codes of code_bits <= 8 bits stored from p (a byte boundary) in 32-bit lanes, store16's
+// packings undone: with kCodeBits = 4, the 8 bytes widened to 16-bit lanes, each lane's high nibble
+// moved to its high byte, and the 16 bytes widened (vpmovzxbd); with kCodeBits = 8 the 16 bytes
+// widened; otherwise two words of 8 code_bits bits, at p and p + code_bits, each code deposited into a
+// byte of its own (BMI2 pdep), then widened. The words are read as 8-byte loads where the stream has
+// room (`room`), else code_bits bytes.
+template <int kCodeBits>
+BAGUA_AVX512 inline __m512i load16(const uint8_t* p, size_t code_bits, uint64_t low_bits, bool room) {
+  if constexpr (kCodeBits == 4) {
+    const __m128i words = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+    const __m128i nibbles =
+        _mm_or_si128(_mm_and_si128(words, _mm_set1_epi16(0x000F)),
+                     _mm_and_si128(_mm_slli_epi16(words, 4), _mm_set1_epi16(0x0F00)));
+    return _mm512_cvtepu8_epi32(nibbles);
+  } else if constexpr (kCodeBits == 8) {
+    return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  } else {
+    uint64_t low = 0, high = 0;
+    std::memcpy(&low, p, room ? 8 : code_bits);
+    std::memcpy(&high, p + code_bits, room ? 8 : code_bits);
+    return _mm512_cvtepu8_epi32(_mm_set_epi64x(static_cast<long long>(_pdep_u64(high, low_bits)),
+                                               static_cast<long long>(_pdep_u64(low, low_bits))));
+  }
+}
+
+// qsgd_decode_avx512 with kCodeBits as load16 takes it. A code's value is level unit with the sign
+// flipped where its sign bit is set (-m is m with its sign bit flipped).
+template <int kCodeBits>
+BAGUA_AVX512 void decode_chunks(const uint8_t* y, size_t n, size_t chunk_size, uint32_t levels,
+                                float* x) {
+  const compress_detail::Chunking chunks(n, chunk_size);
+  const float s = static_cast<float>(levels);
+  const int level_bits = std::bit_width(levels), code_bits = level_bits + 1;
+  const auto bytes = static_cast<size_t>(code_bits);
+  const uint64_t low_bits = 0x0101010101010101ull * ((1u << code_bits) - 1u);
+  const __m512i level_mask = _mm512_set1_epi32((1 << level_bits) - 1),
+                sign_bit = _mm512_set1_epi32(1 << level_bits);
+  const __m512 flip = _mm512_set1_ps(-0.0f);
+  const uint8_t* const stream = y + 4 * chunks.count;
+  const uint8_t* const stream_end = stream + compress_detail::div_up(n * bytes, 8);
+  for (size_t i = 0; i < chunks.count; ++i) {
+    const float unit = compress_detail::load_f32(y + 4 * i) / s;
+    const __m512 units = _mm512_set1_ps(unit);
+    const size_t begin = chunks.begin(i), len = chunks.length(i);
+    float* chunk = x + begin;
+    const uint8_t* p = stream + begin / 8 * bytes;
+    size_t j = 0;
+    for (; j + 16 <= len; j += 16, p += 2 * bytes) {
+      const __m512i codes = load16<kCodeBits>(p, bytes, low_bits, p + bytes + 8 <= stream_end);
+      const __m512 magnitude =
+          _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_and_si512(codes, level_mask)), units);
+      _mm512_storeu_ps(chunk + j, _mm512_mask_xor_ps(magnitude, _mm512_test_epi32_mask(codes, sign_bit),
+                                                     magnitude, flip));
+    }
+    // The last elements (fewer than 16), one at a time: the code at stream bit (begin + j) b.
+    for (; j < len; ++j) {
+      const size_t bit = (begin + j) * bytes;
+      uint32_t window = stream[bit / 8];
+      if (bit % 8 + bytes > 8) window |= static_cast<uint32_t>(stream[bit / 8 + 1]) << 8;
+      const uint32_t code = (window >> (bit % 8)) & ((1u << code_bits) - 1u);
+      chunk[j] = qsgd_value(code, unit, level_bits);
+    }
+  }
+}
+
+}  // namespace
+
+BAGUA_AVX512 void qsgd_decode_avx512(const uint8_t* y, size_t n, size_t chunk_size, uint32_t levels,
+                                     float* x) {
+  switch (std::bit_width(levels) + 1) {
+    case 4:
+      return decode_chunks<4>(y, n, chunk_size, levels, x);
+    case 8:
+      return decode_chunks<8>(y, n, chunk_size, levels, x);
+    default:
+      return decode_chunks<0>(y, n, chunk_size, levels, x);
+  }
+}
+
 BAGUA_AVX512 void pack_codes_avx512(const uint32_t* codes, size_t count, int code_bits, uint8_t* stream,
                                     const uint8_t* stream_end) {
   const uint64_t low_bits = 0x0101010101010101ull * ((1u << code_bits) - 1u);

@@ -76,12 +76,15 @@ size_t topk_candidates_feedback_avx512(const float* x, float one, float* e, size
 //     norm (summed as above, certified by qsgd_certified_norm), then its codes while it is in
 //     cache, sixteen at a time narrowed to bytes, their low code_bits bits gathered by bit extracts
 //     (BMI2 pext), 2 code_bits bytes stored (each chunk starts at a byte).
+//   - reference::qsgd_decode for the same encodings, chunk by chunk, sixteen codes at a time widened
+//     to 32-bit lanes (for any code_bits by bit deposits, BMI2 pdep), then scaled.
 //   - count codes of code_bits <= 8 bits packed into the stream, count a multiple of 8, as above.
 double sum_squares_avx512(const float* x, size_t len);
 void qsgd_codes_avx512(const float* x, size_t begin, size_t len, float levels_per_unit, float s,
                        int level_bits, uint64_t s0, uint32_t* codes);
 void qsgd_encode_avx512(const float* x, size_t n, size_t chunk_size, uint32_t levels, uint64_t s0,
                         uint8_t* y);
+void qsgd_decode_avx512(const uint8_t* y, size_t n, size_t chunk_size, uint32_t levels, float* x);
 void pack_codes_avx512(const uint32_t* codes, size_t count, int code_bits, uint8_t* stream,
                        const uint8_t* stream_end);
 

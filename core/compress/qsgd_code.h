@@ -1,7 +1,7 @@
-// QSGD's (qsgd.h) per-element step as the kernels compute it (kernels.cc, kernels_x86.cc): the draws
-// of the generator as a counter, and the code of one element, which the vector loops compute lane by
-// lane and their scalar tails call. The reference (reference.cc) keeps its own copy: it is what the
-// kernels are tested against.
+// QSGD's (qsgd.h) per-element steps as the kernels compute them (kernels.cc, kernels_x86.cc): the
+// draws of the generator as a counter, a chunk's certified norm, the code of one element and the value
+// of one code, which the vector loops compute lane by lane and their scalar tails call. The reference
+// (reference.cc) keeps its own copy: it is what the kernels are tested against.
 //
 // Terms (qsgd.h): s the levels, w = level_bits, levels_per_unit = s / norm of the element's chunk (0
 // for a chunk whose norm is zero or not finite), r = |x| levels_per_unit, the draw u uniform in [0, 1)
@@ -64,6 +64,13 @@ inline uint32_t qsgd_code(float x, float levels_per_unit, float s, int level_bit
   const auto l = static_cast<uint32_t>(level);
   const uint32_t negative = (l != 0 && x < 0.0f) ? 1u : 0u;
   return l | (negative << level_bits);
+}
+
+// The value of a code (code_bits bits, none above them) with unit = norm / s
+// (reference::qsgd_decode's loop body): +-level unit.
+inline float qsgd_value(uint32_t code, float unit, int level_bits) {
+  const float magnitude = static_cast<float>(code & ((1u << level_bits) - 1u)) * unit;
+  return (code >> level_bits) ? -magnitude : magnitude;
 }
 
 }  // namespace bagua::compress_kernels
