@@ -423,6 +423,20 @@ TEST(ShippedConfigs, ClusterFilesLoad) {
                     .cluster.transport.ordered)
         << file;
   }
+  // paper_tcp_slow_start is paper_tcp with Linux's slow start on.
+  config["cluster"] = Json{{"extends", "configs/clusters/paper_tcp_slow_start.json"}};
+  const netsim::ModelFactors slow =
+      load_experiment_json(config, source / "configs", {}, *components).points[0].cluster.factors;
+  config["cluster"] = Json{{"extends", "configs/clusters/paper_tcp.json"}};
+  const netsim::ModelFactors tcp =
+      load_experiment_json(config, source / "configs", {}, *components).points[0].cluster.factors;
+  EXPECT_TRUE(slow.tcp_slow_start);
+  EXPECT_FALSE(tcp.tcp_slow_start);
+  EXPECT_EQ(slow.tcp_initial_window, Bytes(14'480));
+  EXPECT_TRUE(slow.tcp_restart_after_idle);
+  EXPECT_EQ(slow.tcp_rto_min, Time::ms(200));
+  EXPECT_EQ(slow.tcp_window, tcp.tcp_window);
+  EXPECT_EQ(slow.host_bandwidth_ceiling, tcp.host_bandwidth_ceiling);
 }
 
 // Today's presets: 8 DGX systems of 8 GPUs, one NIC per GPU on a rail-optimized fabric. Each loads and
