@@ -379,10 +379,10 @@ netsim::ClusterSpec parse_cluster(const Json& raw, bool simulated,
   // DESIGN: model factors default to 1 (and no window cap), so that the uncalibrated model is exactly
   // the alpha-beta closed form.
   if (const Json* f = r.find("factors")) {
-    ObjectReader fr(
-        *f, "cluster.factors",
-        {"bandwidth_efficiency", "latency_factor", "flow_window_cap", "tcp_window",
-         "connections_per_peer", "host_bandwidth_ceiling", "message_overhead", "message_gap"});
+    ObjectReader fr(*f, "cluster.factors",
+                    {"bandwidth_efficiency", "latency_factor", "flow_window_cap", "tcp_window",
+                     "connections_per_peer", "host_bandwidth_ceiling", "message_overhead",
+                     "message_gap", "tcp_slow_start"});
     spec.factors.bandwidth_efficiency =
         fr.get_double("bandwidth_efficiency", 1.0, 0.0, 1.0, /*min_exclusive=*/true);
     // At most 1000: a calibration factor is near 1, and 1000 x the longest latency (kMaxTime, a day)
@@ -401,6 +401,24 @@ netsim::ClusterSpec parse_cluster(const Json& raw, bool simulated,
     bandwidth_or_inf("host_bandwidth_ceiling", spec.factors.host_bandwidth_ceiling);
     if (fr.has("message_overhead")) spec.factors.message_overhead = fr.get_time("message_overhead");
     if (fr.has("message_gap")) spec.factors.message_gap = fr.get_time("message_gap");
+    // "tcp_slow_start": false (default), true (Linux's figures, netsim/simulation.h) or an object of
+    // them; netsim::validate_model checks them and that a tcp_window is set.
+    if (const Json* ss = fr.find("tcp_slow_start")) {
+      if (ss->is_boolean()) {
+        spec.factors.tcp_slow_start = ss->get<bool>();
+      } else {
+        if (!ss->is_object())
+          throw_type_error(fr.path_of("tcp_slow_start"), "true, false or an object", *ss);
+        ObjectReader sr(*ss, fr.path_of("tcp_slow_start"),
+                        {"initial_window", "restart_after_idle", "rto_min"});
+        spec.factors.tcp_slow_start = true;
+        spec.factors.tcp_initial_window =
+            sr.get_bytes("initial_window", spec.factors.tcp_initial_window);
+        spec.factors.tcp_restart_after_idle =
+            sr.get_bool("restart_after_idle", spec.factors.tcp_restart_after_idle);
+        if (sr.has("rto_min")) spec.factors.tcp_rto_min = sr.get_time("rto_min");
+      }
+    }
   }
   // The rate a link's flows reach is its bandwidth x bandwidth_efficiency: that too must be a rate the
   // clock can time (experiments/quantity.h, "Ranges").
@@ -430,6 +448,10 @@ netsim::ClusterSpec parse_cluster(const Json& raw, bool simulated,
     factors["message_overhead"] = format_time(spec.factors.message_overhead);
   if (spec.factors.message_gap != none.message_gap)
     factors["message_gap"] = format_time(spec.factors.message_gap);
+  if (spec.factors.tcp_slow_start)
+    factors["tcp_slow_start"] = Json{{"initial_window", format_bytes(spec.factors.tcp_initial_window)},
+                                     {"restart_after_idle", spec.factors.tcp_restart_after_idle},
+                                     {"rto_min", format_time(spec.factors.tcp_rto_min)}};
   net["factors"] = factors;
 
   // The transport model: what completes a send (netsim/transport.h). Default "alpha_beta" (at arrival);

@@ -51,7 +51,12 @@
 //                  inter-host flows may move out (and, apart, in) together, "message_overhead" and
 //                  "message_gap" times, default "0 s": LogGP's o (sender CPU time before a message
 //                  between hosts leaves, and receiver CPU time before its receive completes) and g
-//                  (one rank injects messages between hosts at least max(o, g) apart)
+//                  (one rank injects messages between hosts at least max(o, g) apart),
+//                  "tcp_slow_start" false (default), true, or {"initial_window" (default "14480 B"),
+//                  "restart_after_idle" (default true), "rto_min" (default "200 ms")}: Linux's TCP slow
+//                  start per connection (a pair of world ranks), from the initial window, doubling per
+//                  round trip up to tcp_window (which it needs), halved per RTO (RTT + rto_min) of
+//                  idle; Linux's figures (netsim/simulation.h, ModelFactors)
 //     transport    {"model": "alpha_beta" (default: a send completes when its bytes have landed) |
 //                  "mpi" (eager below "eager_limit", default "64 KiB" between hosts, and
 //                  "eager_limit_intra_host", default "4 KiB": the send completes at once; above, a

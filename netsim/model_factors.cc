@@ -61,6 +61,16 @@ void validate_model(const ClusterSpec& spec, const std::string& prefix) {
   if (f.message_overhead < Time::zero())
     fail("factors.message_overhead", "be >= 0", to_string(f.message_overhead));
   if (f.message_gap < Time::zero()) fail("factors.message_gap", "be >= 0", to_string(f.message_gap));
+  if (f.tcp_slow_start) {
+    if (f.tcp_window.count() <= 0)
+      fail("factors.tcp_window", "be > 0 with factors.tcp_slow_start (the window it grows to)",
+           std::to_string(f.tcp_window.count()));
+    if (f.tcp_initial_window.count() < 1)
+      fail("factors.tcp_slow_start.initial_window", "be >= 1",
+           std::to_string(f.tcp_initial_window.count()));
+    if (f.tcp_rto_min < Time::zero())
+      fail("factors.tcp_slow_start.rto_min", "be >= 0", to_string(f.tcp_rto_min));
+  }
 
   const TransportModel& t = spec.transport;
   switch (t.completion) {
@@ -90,6 +100,46 @@ double window_cap(const ModelFactors& factors, Time route_latency, bool between_
     cap = std::min(cap, static_cast<double>(factors.connections_per_peer) * per_connection);
   }
   return cap;
+}
+
+bool slow_start_applies(const ModelFactors& factors, Time route_latency, bool between_hosts) {
+  return factors.tcp_slow_start && between_hosts && factors.tcp_window.count() > 0 &&
+         route_latency > Time::zero();
+}
+
+double slow_start_cap(const ModelFactors& factors, double cwnd, Time route_latency) {
+  // window_cap's arithmetic with the window min(cwnd, W): at cwnd >= W exactly window_cap.
+  const double rtt_seconds = 2.0 * route_latency.seconds();
+  const double window = std::min(cwnd, static_cast<double>(factors.tcp_window.count()));
+  const double per_connection = window / rtt_seconds;
+  return std::min(factors.flow_window_cap.bytes_per_second(),
+                  static_cast<double>(factors.connections_per_peer) * per_connection);
+}
+
+double grown_window(const ModelFactors& factors, double cwnd, bool full, double delivered) {
+  // Slow start: cwnd grows by the bytes acknowledged (RFC 5681 section 3.1), a window per full round.
+  const double growth = full ? cwnd : std::min(delivered, cwnd);
+  return std::min(cwnd + growth, static_cast<double>(factors.tcp_window.count()));
+}
+
+Time retransmission_timeout(const ModelFactors& factors, Time route_latency) {
+  // Linux: rto = srtt + rttvar, rttvar >= TCP_RTO_MIN (__tcp_set_rto, tcp_rtt_estimator); with a
+  // constant RTT the variance is 0 and rttvar its floor.
+  return route_latency * 2 + factors.tcp_rto_min;
+}
+
+double window_after_idle(const ModelFactors& factors, double cwnd, Time idle, Time route_latency) {
+  if (!factors.tcp_restart_after_idle) return cwnd;
+  const Time rto = retransmission_timeout(factors, route_latency);
+  if (idle <= rto) return cwnd;  // tcp_slow_start_after_idle_check: delta > icsk_rto
+  // tcp_cwnd_restart: restart_cwnd = min(IW, cwnd); while ((delta -= rto) > 0 && cwnd >
+  // restart_cwnd) cwnd >>= 1; cwnd = max(cwnd, restart_cwnd).
+  const double restart = std::min(static_cast<double>(factors.tcp_initial_window.count()), cwnd);
+  double window = cwnd;
+  Time delta = idle;
+  while ((delta = delta - rto) > Time::zero() && window > restart)
+    window /= 2;
+  return std::max(window, restart);
 }
 
 }  // namespace bagua::netsim

@@ -79,6 +79,18 @@ void FlowNetwork::start(const Route& route, Bytes bytes, Callback done,
   f.keep_alive = std::move(keep_alive);
   f.next_in_connection = -1;
   f.connection = connection == kNoConnection ? -1 : connection_index(connection);
+  f.tcp = -1;
+  if (hosts.tcp_connection >= 0 && slow_start_applies(factors_, route.latency, between_hosts)) {
+    if (const int32_t* index = tcp_index_.find(hosts.tcp_connection)) {
+      f.tcp = *index;
+    } else {
+      f.tcp = static_cast<int32_t>(tcp_.size());
+      tcp_.emplace_back();
+      tcp_.back().route_latency = route.latency;
+      tcp_.back().cwnd = static_cast<double>(factors_.tcp_initial_window.count());  // IW
+      tcp_index_.insert(hosts.tcp_connection, f.tcp);
+    }
+  }
   // Phase 1: the route latency, using no bandwidth. An empty message completes right after it (on a
   // connection: at its turn). Route latencies take a few distinct values, each a lane of the event
   // queue.
@@ -116,6 +128,8 @@ bool FlowNetwork::hand_over(int32_t id) {
   if (c.head < 0) return false;
   const int32_t next = c.head;
   Flow& n = flows_[static_cast<size_t>(next)];
+  // On one TCP connection the next flow moves under the same window: the finished flow's cap.
+  if (n.tcp >= 0 && n.tcp == f.tcp) n.cap = f.cap;
   // Only a flow with the same constraints and cap leaves the max-min problem as it is.
   if (n.bytes == 0 || n.cap != f.cap || n.constraints.size() != f.constraints.size() ||
       !std::equal(f.constraints.begin(), f.constraints.end(), n.constraints.begin()))
@@ -154,6 +168,7 @@ void FlowNetwork::release(int32_t connection) {
 
 void FlowNetwork::enter_transfer(int32_t id) {
   Flow& f = flows_[static_cast<size_t>(id)];
+  if (f.tcp >= 0) f.cap = tcp_join(id);
   f.updated = engine_.now();
   f.position.assign(static_cast<int>(f.constraints.size()), 0);
   for (size_t i = 0; i < f.constraints.size(); ++i) {
@@ -169,6 +184,7 @@ void FlowNetwork::enter_transfer(int32_t id) {
     set_rate(id, lone_rate(f));
   else
     reshare(f.constraints);
+  if (f.tcp >= 0) tcp_arm(f.tcp);
 }
 
 void FlowNetwork::complete(int32_t id) {
@@ -177,7 +193,9 @@ void FlowNetwork::complete(int32_t id) {
   const bool transferring = f.rate > 0;
   const int32_t connection = f.connection;
   // On a connection, the next waiting flow takes this one's place on its constraints: no re-solve.
+  const int32_t successor = connection >= 0 ? connections_[static_cast<size_t>(connection)].head : -1;
   const bool handed_over = transferring && connection >= 0 && hand_over(id);
+  if (transferring && f.tcp >= 0) tcp_leave(id, handed_over ? successor : -1);
   if (transferring && !handed_over) {
     // Leave every constraint: swap-remove, fixing the moved flow's position.
     for (size_t i = 0; i < f.constraints.size(); ++i) {
@@ -293,6 +311,76 @@ void FlowNetwork::set_rate(int32_t id, double rate) {
   bring_up_to_date(f);
   f.rate = rate;
   schedule_completion(id);
+}
+
+double FlowNetwork::tcp_join(int32_t id) {
+  Flow& f = flows_[static_cast<size_t>(id)];
+  TcpConnection& c = tcp_[static_cast<size_t>(f.tcp)];
+  if (c.active.empty()) {  // the connection becomes busy: a round starts
+    if (c.used)
+      c.cwnd = window_after_idle(factors_, c.cwnd, engine_.now() - c.idle_since, c.route_latency);
+    c.used = true;
+    c.round_base = c.completed;
+  }
+  c.active.push_back(id);
+  return slow_start_cap(factors_, c.cwnd, c.route_latency);
+}
+
+void FlowNetwork::tcp_arm(int32_t tcp) {
+  TcpConnection& c = tcp_[static_cast<size_t>(tcp)];
+  if (c.round_end != EventQueue::kNoEvent || c.cwnd >= static_cast<double>(factors_.tcp_window.count()))
+    return;  // a round is under way, or the window no longer grows
+  c.round_end =
+      engine_.after(c.route_latency * 2, Callback{&tcp_round_event, this, static_cast<uint64_t>(tcp)});
+}
+
+void FlowNetwork::tcp_leave(int32_t id, int32_t successor) {
+  const Flow& f = flows_[static_cast<size_t>(id)];
+  TcpConnection& c = tcp_[static_cast<size_t>(f.tcp)];
+  c.completed += static_cast<double>(f.bytes);
+  c.active.erase(std::find(c.active.begin(), c.active.end(), id));
+  if (successor >= 0) {  // it took this flow's place and cap: the round goes on
+    c.active.push_back(successor);
+    return;
+  }
+  if (!c.active.empty()) return;
+  // The connection goes idle: its round is cut short, the window grows by what it delivered.
+  if (c.round_end != EventQueue::kNoEvent) engine_.cancel(c.round_end);
+  c.round_end = EventQueue::kNoEvent;
+  const double delivered =
+      (c.completed - c.round_base) / static_cast<double>(factors_.connections_per_peer);
+  c.cwnd = grown_window(factors_, c.cwnd, /*full=*/false, delivered);
+  c.idle_since = engine_.now();
+}
+
+void FlowNetwork::tcp_round_event(void* network, uint64_t tcp) {
+  static_cast<FlowNetwork*>(network)->tcp_round(static_cast<int32_t>(tcp));
+}
+
+double FlowNetwork::tcp_moved(TcpConnection& c) {
+  double moved = c.completed;
+  for (const int32_t id : c.active) {
+    Flow& f = flows_[static_cast<size_t>(id)];
+    bring_up_to_date(f);
+    moved += static_cast<double>(f.bytes) - f.remaining;
+  }
+  return moved;
+}
+
+void FlowNetwork::tcp_round(int32_t tcp) {
+  TcpConnection& c = tcp_[static_cast<size_t>(tcp)];
+  c.round_end = EventQueue::kNoEvent;
+  c.round_base = tcp_moved(c);
+  c.cwnd = grown_window(factors_, c.cwnd, /*full=*/true, 0);
+  const double cap = slow_start_cap(factors_, c.cwnd, c.route_latency);
+  tcp_changed_.clear();
+  for (const int32_t id : c.active) {
+    Flow& f = flows_[static_cast<size_t>(id)];
+    f.cap = cap;
+    tcp_changed_.insert(tcp_changed_.end(), f.constraints.begin(), f.constraints.end());
+  }
+  reshare(tcp_changed_);
+  tcp_arm(tcp);  // after the re-solve: a completion due with the next round's end runs first
 }
 
 }  // namespace bagua::netsim

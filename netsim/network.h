@@ -25,6 +25,13 @@
 //               and the next flow of its connection waits with the same constraints and cap (one
 //               route, one pair of hosts), that flow takes its place on every constraint at the same
 //               rate: the max-min problem is unchanged, nothing is re-solved
+//   TCP connection  (ModelFactors::tcp_slow_start) the congestion window a flow between hosts moves
+//               under (model_factors.h, "slow start"): FlowHosts::tcp_connection, the ordered pair of
+//               world ranks, whatever the `connection` above. A flow entering phase 2 takes its
+//               connection's cap (and makes it busy); at the end of each full round the connection's
+//               flows are brought up to date, get the grown cap and their components are re-solved:
+//               one re-solve per RTT until cwnd reaches the window, about log2(W / IW) per busy period.
+//               A flow taking a finished one's place (above) inherits its cap, and the round goes on
 //
 // When rates are re-solved, a flow whose rate did not change is left untouched (its completion event
 // stands); a flow whose rate changed is first brought up to date at its old rate (remaining -= rate *
@@ -55,6 +62,9 @@ struct FlowHosts {
   static constexpr int kWithinHost = -1;
   int src = kWithinHost;
   int dst = kWithinHost;
+  // The TCP connection between hosts (>= 0: the ordered pair of world ranks, source x ranks +
+  // destination), for slow start; -1: none.
+  int64_t tcp_connection = -1;
 };
 
 class FlowNetwork {
@@ -105,6 +115,7 @@ class FlowNetwork {
     std::shared_ptr<void> keep_alive;
     int32_t connection = -1;          // index into connections_; -1: none
     int32_t next_in_connection = -1;  // the next flow waiting for its connection
+    int32_t tcp = -1;                 // index into tcp_ (slow start); -1: none
   };
 
   // An ordered byte stream: whether one of its flows is in phase 2 (or, empty, completing at its
@@ -113,6 +124,17 @@ class FlowNetwork {
     bool busy = false;
     int32_t head = -1;
     int32_t tail = -1;
+  };
+  // A TCP connection's slow start (model_factors.h): its window and the flows in phase 2 on it.
+  struct TcpConnection {
+    Time route_latency;
+    double cwnd = 0;              // bytes, per connection
+    std::vector<int32_t> active;  // its phase-2 flows, in the order they entered
+    bool used = false;            // has had a busy period (idle is measured from its end)
+    Time idle_since;              // the end of the last busy period
+    double completed = 0;         // bytes of its flows completed so far, all n streams together
+    double round_base = 0;        // completed + the active flows' moved bytes at the round's start
+    EventQueue::Handle round_end = EventQueue::kNoEvent;
   };
   struct ConnectionHash {
     size_t operator()(int64_t c) const {
@@ -137,6 +159,19 @@ class FlowNetwork {
   bool hand_over(int32_t id);
   void enter_transfer(int32_t id);
   void complete(int32_t id);
+  // Slow start. Flow `id` enters phase 2 on its TCP connection: returns its cap (a connection becoming
+  // busy first has its window restarted after idle).
+  double tcp_join(int32_t id);
+  // Arms the end of the first round of a connection that has just become busy (after the flow's rate
+  // is set, so that a completion due at the same time runs first).
+  void tcp_arm(int32_t tcp);
+  // Flow `id` has completed on its TCP connection; `successor` (or -1) took its place at once.
+  void tcp_leave(int32_t id, int32_t successor);
+  static void tcp_round_event(void* network, uint64_t tcp);
+  // A full round of connection `tcp` has ended: its window grows and its flows get the new cap.
+  void tcp_round(int32_t tcp);
+  // completed + the bytes the active flows have moved (brought up to date now).
+  double tcp_moved(TcpConnection& c);
   // Re-solves the components of the given constraints and reschedules the flows whose rate changed.
   void reshare(std::span<const int32_t> changed);
   // The max-min rate of a flow alone in its component: its slowest constraint's capacity or its cap,
@@ -160,6 +195,9 @@ class FlowNetwork {
   std::vector<int32_t> changed_;              // the constraints of a flow that just completed
   FlatMap<int64_t, int32_t, ConnectionHash> connection_index_;  // connection -> connections_ index
   std::vector<Connection> connections_;
+  FlatMap<int64_t, int32_t, ConnectionHash> tcp_index_;  // FlowHosts::tcp_connection -> tcp_ index
+  std::vector<TcpConnection> tcp_;
+  std::vector<int32_t> tcp_changed_;  // the constraints of a connection's flows, for a re-solve
 
   // Component search and solver scratch.
   uint64_t epoch_ = 0;

@@ -1,6 +1,7 @@
 #include "netsim/simulation.h"
 
 #include <algorithm>
+#include <limits>
 #include <ostream>
 #include <tuple>
 
@@ -64,11 +65,37 @@ Time lone_transfer_time(const ClusterSpec& spec, int src, int dst, Bytes bytes) 
   // The same arithmetic as FlowNetwork: the rate is the max-min share of a flow alone, its window cap
   // and, between hosts, the host ceilings being constraints like its links.
   double rate = window_cap(spec.factors, route.latency, between_hosts);
+  double capacity = std::numeric_limits<double>::infinity();  // the slowest constraint
   for (const int32_t link : route.links)
-    rate = std::min(rate, topology->links()[static_cast<size_t>(link)].capacity.bytes_per_second());
-  if (between_hosts) rate = std::min(rate, spec.factors.host_bandwidth_ceiling.bytes_per_second());
-  return overheads + handshake + route.latency +
-         ceil_ns(static_cast<double>(bytes.count()) * 1e9 / rate);
+    capacity =
+        std::min(capacity, topology->links()[static_cast<size_t>(link)].capacity.bytes_per_second());
+  if (between_hosts)
+    capacity = std::min(capacity, spec.factors.host_bandwidth_ceiling.bytes_per_second());
+  // Everything but phase 2 (the receiver's o comes after it, which does not change the sum).
+  const Time fixed = overheads + handshake + route.latency;
+  if (!slow_start_applies(spec.factors, route.latency, between_hosts))
+    return fixed + ceil_ns(static_cast<double>(bytes.count()) * 1e9 / std::min(rate, capacity));
+  // Slow start on a new connection, FlowNetwork's steps one by one: the cap of cwnd for a round, the
+  // flow brought up to date at the round's end, the grown cap (and a new completion if the rate
+  // moved); a completion due at a round's end comes first.
+  const Time rtt = route.latency * 2;
+  double cwnd = static_cast<double>(spec.factors.tcp_initial_window.count());
+  double remaining = static_cast<double>(bytes.count());
+  rate = std::min(slow_start_cap(spec.factors, cwnd, route.latency), capacity);
+  Time now;  // from the start of phase 2
+  Time done = now + ceil_ns(remaining * 1e9 / rate);
+  while (cwnd < static_cast<double>(spec.factors.tcp_window.count()) && done > now + rtt) {
+    remaining -= rate * static_cast<double>(rtt.nanoseconds()) / 1e9;
+    if (remaining < 0) remaining = 0;
+    now = now + rtt;
+    cwnd = grown_window(spec.factors, cwnd, /*full=*/true, 0);
+    const double grown = std::min(slow_start_cap(spec.factors, cwnd, route.latency), capacity);
+    if (grown != rate) {
+      rate = grown;
+      done = now + ceil_ns(remaining * 1e9 / rate);
+    }
+  }
+  return fixed + done;
 }
 
 struct Simulation::Impl {

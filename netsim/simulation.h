@@ -52,6 +52,9 @@ struct TopologySpec {
 //   window cap  a flow's own rate bound: min(flow_window_cap, connections_per_peer x tcp_window / RTT)
 //   o, g        LogGP's per-message overhead and gap (Alexandrov et al., "LogGP: Incorporating Long
 //               Messages into the LogP Model", SPAA 1995)
+//   cwnd        (tcp_slow_start) a connection's congestion window: it starts at tcp_initial_window,
+//               grows while the connection carries data, restarts after idle; the window cap then
+//               uses min(cwnd, tcp_window) (netsim/model_factors.h, "slow start", has the rules)
 struct ModelFactors {
   double bandwidth_efficiency = 1.0;  // a flow gets at most this fraction of each link's bandwidth
   double latency_factor = 1.0;        // route latency is multiplied by this
@@ -74,6 +77,20 @@ struct ModelFactors {
   // receive completes (messages within a host, over NVLink or shared memory, pay neither o nor g).
   Time message_overhead;
   Time message_gap;  // g: one rank begins injecting messages between hosts at least max(o, g) apart
+  // TCP slow start (RFC 5681, section 3.1) and its restart after idle (section 4.1; RFC 2861), as
+  // Linux runs them: off by default. Needs tcp_window > 0 (the window the congestion window grows to).
+  // A connection is one ordered pair of world ranks on two hosts (a socket between two processes).
+  bool tcp_slow_start = false;
+  // IW: Linux's TCP_INIT_CWND = 10 segments (include/net/tcp.h; RFC 6928) of 1448 bytes, the MSS of a
+  // 1500-byte Ethernet MTU less 20 bytes of IPv4 header, 20 of TCP header and 12 of the timestamp
+  // option Linux sends by default (net.ipv4.tcp_timestamps = 1, Documentation/networking/
+  // ip-sysctl.rst).
+  Bytes tcp_initial_window = Bytes(10 * 1448);
+  // Linux's net.ipv4.tcp_slow_start_after_idle, default 1 (Documentation/networking/ip-sysctl.rst).
+  bool tcp_restart_after_idle = true;
+  // Linux's TCP_RTO_MIN = HZ / 5 = 200 ms (include/net/tcp.h), the floor of the RTT variance term of
+  // the retransmission timeout.
+  Time tcp_rto_min = Time::ms(200);
 };
 
 // What completes a send on the simulated transport (netsim/transport.h has the full rules).
@@ -140,7 +157,8 @@ void validate(const ClusterSpec& spec, const std::string& prefix = "");
 void validate_except_topology(const ClusterSpec& spec, const std::string& prefix = "");
 
 // The same for the fields validate() leaves out: factors.tcp_window (>= 0), connections_per_peer
-// (>= 1), host_bandwidth_ceiling (> 0, may be infinite), message_overhead and message_gap (>= 0), and
+// (>= 1), host_bandwidth_ceiling (> 0, may be infinite), message_overhead and message_gap (>= 0), with
+// tcp_slow_start: tcp_window > 0, tcp_initial_window >= 1 B and tcp_rto_min >= 0, and
 // the transport model's (eager limits >= 0; slots and slot_bytes >= 1 for credit slots), as in
 // "cluster.factors.connections_per_peer must be >= 1, got 0". Simulation calls both.
 void validate_model(const ClusterSpec& spec, const std::string& prefix = "");
@@ -149,7 +167,8 @@ void validate_model(const ClusterSpec& spec, const std::string& prefix = "");
 // on the network, from isend to the receive's completion (posted in time): the sender's overhead o,
 // the rendezvous round trip where the transport has one (2 x route latency), route latency *
 // latency_factor, ceil(bytes / the route's rate: its slowest capacity, capped by the window cap and the
-// host ceiling), and the receiver's o; 0 from a rank to itself. Without factors and transport model,
+// host ceiling; with tcp_slow_start, round by round from the initial window of a new connection, as
+// FlowNetwork steps it), and the receiver's o; 0 from a rank to itself. Without factors and transport model,
 // the alpha-beta closed form. For closed-form tests and for printing predicted costs before a run.
 // `spec` must be valid.
 Time lone_transfer_time(const ClusterSpec& spec, int src, int dst, Bytes bytes);

@@ -200,7 +200,8 @@ void Mailbox::start_flow(const std::shared_ptr<Message>& m) {
   const int src_host = world_.topology.host_of(key.src);
   const int dst_host = world_.topology.host_of(key.dst);
   FlowHosts hosts;
-  if (src_host != dst_host) hosts = {src_host, dst_host};
+  if (src_host != dst_host)  // the TCP connection (slow start): the ordered pair of world ranks
+    hosts = {src_host, dst_host, static_cast<int64_t>(key.src) * world_.topology.ranks() + key.dst};
   // The flow's completion owns a reference: a message on the wire lives until it arrives or the run is
   // torn down (the network drops its flows).
   Message* raw = m.get();

@@ -170,7 +170,7 @@ TEST(Config, ErrorsAreOneLineNamingThePath) {
        "cluster.factors.tcpwindow: unknown key, did you mean \"tcp_window\"? (known: "
        "bandwidth_efficiency, latency_factor, "
        "flow_window_cap, tcp_window, connections_per_peer, host_bandwidth_ceiling, message_overhead, "
-       "message_gap)"},
+       "message_gap, tcp_slow_start)"},
       {{"cluster.transport.model=tcp"},
        "cluster.transport.model: must be one of alpha_beta|mpi|nccl, got \"tcp\""},
       {{"cluster.transport.slots=4"}, "cluster.transport.slots: only for \"model\": \"nccl\""},
@@ -216,6 +216,47 @@ TEST(Config, OrderedTransferIsOffUnlessSetAndResolvedOnlyWhenOn) {
   EXPECT_TRUE(nccl.points[0].cluster.transport.ordered);
   EXPECT_EQ(nccl.points[0].cluster.transport.completion, netsim::SendCompletion::kCreditSlots);
   EXPECT_EQ(nccl.points[0].resolved["cluster"]["transport"]["ordered"], true);
+}
+
+TEST(Config, TcpSlowStartIsOffUnlessSetAndResolvedOnlyWhenOn) {
+  // Off by default and with false: no entry in the resolved factors (point ids as before the factor).
+  const Experiment off = load({"cluster.factors.tcp_window=\"4 MiB\""});
+  EXPECT_FALSE(off.points[0].cluster.factors.tcp_slow_start);
+  EXPECT_FALSE(off.points[0].resolved["cluster"]["factors"].contains("tcp_slow_start"));
+  EXPECT_EQ(load({"cluster.factors.tcp_window=\"4 MiB\"", "cluster.factors.tcp_slow_start=false"})
+                .points[0]
+                .id,
+            off.points[0].id);
+  // true: Linux's figures, written out in full.
+  const Experiment on =
+      load({"cluster.factors.tcp_window=\"4 MiB\"", "cluster.factors.tcp_slow_start=true"});
+  EXPECT_TRUE(on.points[0].cluster.factors.tcp_slow_start);
+  EXPECT_EQ(on.points[0].resolved["cluster"]["factors"]["tcp_slow_start"].dump(),
+            R"({"initial_window":"14480 B","restart_after_idle":true,"rto_min":"200 ms"})");
+  EXPECT_NE(on.points[0].id, off.points[0].id);
+  // An object overrides them one by one.
+  const netsim::ModelFactors f =
+      load({"cluster.factors.tcp_window=\"4 MiB\"",
+            R"(cluster.factors.tcp_slow_start={"initial_window": "4 KiB", "restart_after_idle": false,
+                "rto_min": "1 ms"})"})
+          .points[0]
+          .cluster.factors;
+  EXPECT_TRUE(f.tcp_slow_start);
+  EXPECT_EQ(f.tcp_initial_window, Bytes(4096));
+  EXPECT_FALSE(f.tcp_restart_after_idle);
+  EXPECT_EQ(f.tcp_rto_min, Time::ms(1));
+  // Mistakes: one line naming the path.
+  EXPECT_EQ(error_with({"cluster.factors.tcp_slow_start=true"}),
+            "cluster.factors.tcp_window must be > 0 with factors.tcp_slow_start (the window it grows "
+            "to), got 0");
+  EXPECT_EQ(error_with({"cluster.factors.tcp_slow_start=1"}),
+            "cluster.factors.tcp_slow_start: expected true, false or an object, got 1");
+  EXPECT_EQ(error_with({R"(cluster.factors.tcp_slow_start={"iw": "1 KiB"})"}),
+            "cluster.factors.tcp_slow_start.iw: unknown key (known: initial_window, "
+            "restart_after_idle, rto_min)");
+  EXPECT_EQ(error_with({"cluster.factors.tcp_window=\"4 MiB\"",
+                        R"(cluster.factors.tcp_slow_start={"initial_window": "0 B"})"}),
+            "cluster.factors.tcp_slow_start.initial_window must be >= 1, got 0");
 }
 
 TEST(Config, MissingAndMalformedParts) {
@@ -382,6 +423,20 @@ TEST(ShippedConfigs, ClusterFilesLoad) {
                     .cluster.transport.ordered)
         << file;
   }
+  // paper_tcp_slow_start is paper_tcp with Linux's slow start on.
+  config["cluster"] = Json{{"extends", "configs/clusters/paper_tcp_slow_start.json"}};
+  const netsim::ModelFactors slow =
+      load_experiment_json(config, source / "configs", {}, *components).points[0].cluster.factors;
+  config["cluster"] = Json{{"extends", "configs/clusters/paper_tcp.json"}};
+  const netsim::ModelFactors tcp =
+      load_experiment_json(config, source / "configs", {}, *components).points[0].cluster.factors;
+  EXPECT_TRUE(slow.tcp_slow_start);
+  EXPECT_FALSE(tcp.tcp_slow_start);
+  EXPECT_EQ(slow.tcp_initial_window, Bytes(14'480));
+  EXPECT_TRUE(slow.tcp_restart_after_idle);
+  EXPECT_EQ(slow.tcp_rto_min, Time::ms(200));
+  EXPECT_EQ(slow.tcp_window, tcp.tcp_window);
+  EXPECT_EQ(slow.host_bandwidth_ceiling, tcp.host_bandwidth_ceiling);
 }
 
 // Today's presets: 8 DGX systems of 8 GPUs, one NIC per GPU on a rail-optimized fabric. Each loads and
