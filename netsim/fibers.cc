@@ -1,5 +1,8 @@
 #include "netsim/fibers.h"
 
+#include <sys/mman.h>
+
+#include <algorithm>
 #include <boost/context/preallocated.hpp>
 #include <boost/context/protected_fixedsize_stack.hpp>
 
@@ -60,18 +63,60 @@ size_t top_offset(int id) {
   return static_cast<size_t>(id) * 37 % kLinesPerPage * kLine;
 }
 
-// Frees a protected (guard-paged) stack, first clearing any sanitizer poison its frames left: poisoned
-// shadow on a dead stack would haunt whatever is mapped there next.
-class StackAllocator {
+// The stacks this thread's simulations have finished with, kept for the next fibers: a sweep runs
+// its points one after another on a few threads, and a run of a few ranks would otherwise spend more
+// on its stacks (an mmap, an mprotect for the guard page, a munmap, and a page fault for each page
+// its frames touch) than on its messages. A stack comes back with its pages above
+// kKeptResident still mapped and committed (what a rank blocked in a collective touches, and more),
+// those below released to the OS (madvise), so that a stack Eigen took deep costs no memory in the
+// pool. Memory only: which stack a fiber gets changes nothing it computes.
+class StackPool {
  public:
-  boost::context::stack_context allocate() { return inner_.allocate(); }
-  void deallocate(boost::context::stack_context& sctx) noexcept {
-    unpoison(static_cast<char*>(sctx.sp) - sctx.size, sctx.size);
-    inner_.deallocate(sctx);
+  StackPool() = default;
+  StackPool(const StackPool&) = delete;
+  StackPool& operator=(const StackPool&) = delete;
+  ~StackPool() {
+    for (boost::context::stack_context& sctx : free_)
+      inner_.deallocate(sctx);
+  }
+  boost::context::stack_context take() {
+    if (free_.empty()) return inner_.allocate();
+    const boost::context::stack_context sctx = free_.back();
+    free_.pop_back();
+    return sctx;
+  }
+  void give(boost::context::stack_context& sctx) noexcept {
+    char* const bottom = static_cast<char*>(sctx.sp) - sctx.size;
+    // Sanitizer poison left by the frames would haunt the stack's next fiber.
+    unpoison(bottom, sctx.size);
+    const size_t kept = std::min(kKeptResident, sctx.size);
+    if (sctx.size > kept) madvise(bottom, sctx.size - kept, MADV_DONTNEED);
+    try {
+      free_.push_back(sctx);
+    } catch (...) {  // no memory for the list: unmap the stack instead
+      inner_.deallocate(sctx);
+    }
+  }
+  size_t size() const { return free_.size(); }
+  static StackPool& of_this_thread() {
+    thread_local StackPool pool;
+    return pool;
   }
 
  private:
+  static constexpr size_t kKeptResident = size_t{64} << 10;
   boost::context::protected_fixedsize_stack inner_{kStackSize};
+  std::vector<boost::context::stack_context> free_;
+};
+
+// The allocator Boost.Context keeps in the fiber's record: the stack goes back to this thread's pool
+// (fibers are created, run and finished on their engine's thread).
+class StackAllocator {
+ public:
+  boost::context::stack_context allocate() { return StackPool::of_this_thread().take(); }
+  void deallocate(boost::context::stack_context& sctx) noexcept {
+    StackPool::of_this_thread().give(sctx);
+  }
 };
 
 }  // namespace
@@ -95,6 +140,10 @@ std::string describe(const WaitReason& r) {
       return "a timer";
   }
   return "something";
+}
+
+size_t Fibers::pooled_stacks() {
+  return StackPool::of_this_thread().size();
 }
 
 Fibers::Fibers(Engine& engine, OnError on_error) : engine_(engine), on_error_(std::move(on_error)) {}
