@@ -165,6 +165,7 @@ Fibers::Fiber& Fibers::spawn(int rank, int track, std::function<void()> body) {
   f.track = track;
   f.body = std::move(body);
   fibers_.push_back(std::move(owned));
+  suspended_at_.push_back(nullptr);
   if (!aborting_) {
     f.state = State::kReady;
     engine_.post(Time::zero(), resume_callback(f));
@@ -251,17 +252,18 @@ void Fibers::resume(Fiber& f) {
 void Fibers::prefetch_next() const {
   const Callback next = engine_.peek();
   if (next.fn != &Fibers::resume_event || next.object != this) return;
-  const Fiber& g = *fibers_[static_cast<size_t>(next.argument)];
-  __builtin_prefetch(&g);
-  if (g.suspended_at == nullptr) return;
+  const auto id = static_cast<size_t>(next.argument);
+  __builtin_prefetch(fibers_[id].get());
+  const char* const suspended_at = suspended_at_[id];
+  if (suspended_at == nullptr) return;
   // The frames of the switch itself lie below suspend()'s, those it returns to above it.
   constexpr ptrdiff_t kBelow = 128, kAbove = 384, kLine = 64;
   for (ptrdiff_t d = -kBelow; d < kAbove; d += kLine)
-    __builtin_prefetch(g.suspended_at + d);
+    __builtin_prefetch(suspended_at + d);
 }
 
 void Fibers::suspend(Fiber& f) {
-  f.suspended_at = static_cast<const char*>(__builtin_frame_address(0));
+  suspended_at_[static_cast<size_t>(f.id)] = static_cast<const char*>(__builtin_frame_address(0));
   void* fake_stack = nullptr;
   start_switch(&fake_stack, engine_stack_bottom_, engine_stack_size_);
 #if defined(BAGUA_NETSIM_TSAN)

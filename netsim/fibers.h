@@ -76,9 +76,8 @@ class Fibers {
     bool created = false;  // the Boost.Context fiber exists (from its first run on)
     int id = 0;
     WaitReason reason;
-    boost::context::fiber context;       // the fiber, while it is suspended
-    boost::context::fiber scheduler;     // the engine's side, while the fiber runs
-    const char* suspended_at = nullptr;  // the frame of its last suspend(): near what resuming touches
+    boost::context::fiber context;    // the fiber, while it is suspended
+    boost::context::fiber scheduler;  // the engine's side, while the fiber runs
     int rank = 0;
     int track = 0;                 // trace lane: 0 for a rank's main fiber, 1+ for its streams
     void* stack_bottom = nullptr;  // for the sanitizer annotations
@@ -135,6 +134,10 @@ class Fibers {
   Engine& engine_;
   OnError on_error_;
   std::vector<std::unique_ptr<Fiber>> fibers_;
+  // By fiber id: the frame of its last suspend(), near what resuming it touches (null before its
+  // first). Apart from the records, so that finding what to prefetch reads one word of a dense array
+  // instead of a record thousands of others have pushed out of the cache.
+  std::vector<const char*> suspended_at_;
   Fiber* current_ = nullptr;
   bool aborting_ = false;
   // The engine's stack, as the sanitizer reports it when a fiber is entered.
