@@ -9,7 +9,26 @@
 
 namespace bagua::netsim {
 
-struct Message : std::enable_shared_from_this<Message> {
+namespace {
+
+// A record of type T in a block of `lists`, and its end (T::destroy, once its last Ref is dropped).
+template <class T>
+Ref<T> make_record(BlockLists& lists) {
+  static_assert(alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__, "over-aligned record");
+  T* record = new (lists.take(sizeof(T))) T();
+  record->lists = &lists;
+  return Ref<T>(record);
+}
+template <class T>
+void destroy_record(T* record) {
+  BlockLists* lists = record->lists;
+  record->~T();
+  lists->give(record, sizeof(T));
+}
+
+}  // namespace
+
+struct Message {
   MatchKey key;
   BufferView data;  // the send buffer
   int64_t bytes = 0;
@@ -21,9 +40,14 @@ struct Message : std::enable_shared_from_this<Message> {
   bool holds_slot = false;   // holds one of its connection's credit slots
   bool stashed = false;
   std::vector<uint8_t> stash;
-  std::shared_ptr<Receive> receive;  // matched, not yet completed
+  Ref<Receive> receive;  // matched, not yet completed
   WaitList waiters;
-  std::shared_ptr<Message> next;  // in its key's queue of unmatched sends
+  Ref<Message> next;  // in its key's queue of unmatched sends
+  uint32_t refs = 0;  // Ref's count
+  BlockLists* lists = nullptr;
+
+  static Ref<Message> make(BlockLists& lists) { return make_record<Message>(lists); }
+  static void destroy(Message* m) { destroy_record(m); }
 };
 
 struct Receive {
@@ -31,7 +55,12 @@ struct Receive {
   BufferView data;
   bool done = false;
   WaitList waiters;
-  std::shared_ptr<Receive> next;  // in its key's queue of unmatched receives
+  Ref<Receive> next;  // in its key's queue of unmatched receives
+  uint32_t refs = 0;  // Ref's count
+  BlockLists* lists = nullptr;
+
+  static Ref<Receive> make(BlockLists& lists) { return make_record<Receive>(lists); }
+  static void destroy(Receive* r) { destroy_record(r); }
 };
 
 namespace {
@@ -66,26 +95,24 @@ class RecycledRequest : public Request {
 
 class SendRequest final : public RecycledRequest {
  public:
-  SendRequest(Mailbox& mailbox, std::shared_ptr<Message> m) noexcept
-      : mailbox_(mailbox), m_(std::move(m)) {}
+  SendRequest(Mailbox& mailbox, Ref<Message> m) noexcept : mailbox_(mailbox), m_(std::move(m)) {}
   bool test() override { return Mailbox::done(*m_); }
   void wait() override { mailbox_.wait(*m_); }
 
  private:
   Mailbox& mailbox_;
-  std::shared_ptr<Message> m_;
+  Ref<Message> m_;
 };
 
 class ReceiveRequest final : public RecycledRequest {
  public:
-  ReceiveRequest(Mailbox& mailbox, std::shared_ptr<Receive> r) noexcept
-      : mailbox_(mailbox), r_(std::move(r)) {}
+  ReceiveRequest(Mailbox& mailbox, Ref<Receive> r) noexcept : mailbox_(mailbox), r_(std::move(r)) {}
   bool test() override { return Mailbox::done(*r_); }
   void wait() override { mailbox_.wait(*r_); }
 
  private:
   Mailbox& mailbox_;
-  std::shared_ptr<Receive> r_;
+  Ref<Receive> r_;
 };
 
 }  // namespace
@@ -93,7 +120,11 @@ class ReceiveRequest final : public RecycledRequest {
 Mailbox::Mailbox(World& world)
     : world_(world),
       blocks_(BlockLists::create()),
-      next_injection_(static_cast<size_t>(world.topology.ranks())) {}
+      next_injection_(static_cast<size_t>(world.topology.ranks())),
+      last_queue_(static_cast<size_t>(world.topology.ranks())),
+      last_route_(static_cast<size_t>(world.topology.ranks())) {}
+
+Mailbox::~Mailbox() = default;
 
 void Mailbox::check_sizes(const Message& m, const Receive& r) {
   BAGUA_CHECK(r.data.bytes().count() == m.bytes,
@@ -103,8 +134,8 @@ void Mailbox::check_sizes(const Message& m, const Receive& r) {
                   std::to_string(m.key.tag) + ")");
 }
 
-std::shared_ptr<Message> Mailbox::post_send(const MatchKey& key, const BufferView& data) {
-  auto m = std::allocate_shared<Message>(RecyclingAllocator<Message>(*blocks_));
+Ref<Message> Mailbox::post_send(const MatchKey& key, const BufferView& data) {
+  Ref<Message> m = Message::make(*blocks_);
   m->key = key;
   m->data = data;
   m->bytes = data.bytes().count();
@@ -154,7 +185,7 @@ std::shared_ptr<Message> Mailbox::post_send(const MatchKey& key, const BufferVie
   return m;
 }
 
-void Mailbox::inject(const std::shared_ptr<Message>& m) {
+void Mailbox::inject(const Ref<Message>& m) {
   const ModelFactors& factors = world_.spec.factors;
   if ((factors.message_overhead == Time::zero() && factors.message_gap == Time::zero()) ||
       !between_hosts(m->key)) {
@@ -174,47 +205,55 @@ bool Mailbox::between_hosts(const MatchKey& key) const {
   return world_.topology.host_of(key.src) != world_.topology.host_of(key.dst);
 }
 
-void Mailbox::depart(const std::shared_ptr<Message>& m) {
+void Mailbox::depart(const Ref<Message>& m) {
   if (!m->rendezvous) {
     start_flow(m);
     return;
   }
   // Rendezvous: the request-to-send takes one route latency to reach the receiver.
-  const Time latency = world_.topology.route(m->key.src, m->key.dst).latency;
+  const Time latency = route(m->key.src, m->key.dst).latency;
   world_.engine.post(latency, {&Mailbox::request_arrived_event, this, park(m)}, /*recurring=*/true);
 }
 
-void Mailbox::request_arrived(const std::shared_ptr<Message>& m) {
+void Mailbox::request_arrived(const Ref<Message>& m) {
   m->rts_arrived = true;
   if (m->receive) clear_to_send(m);  // the receive is posted already
 }
 
-void Mailbox::clear_to_send(const std::shared_ptr<Message>& m) {
+void Mailbox::clear_to_send(const Ref<Message>& m) {
   // The clear-to-send takes one route latency back to the sender, whose flow then starts.
   const Time latency = world_.topology.route(m->key.dst, m->key.src).latency;
   world_.engine.post(latency, {&Mailbox::start_flow_event, this, park(m)}, /*recurring=*/true);
 }
 
-void Mailbox::start_flow(const std::shared_ptr<Message>& m) {
+void Mailbox::start_flow(const Ref<Message>& m) {
   const MatchKey& key = m->key;
   const int src_host = world_.topology.host_of(key.src);
   const int dst_host = world_.topology.host_of(key.dst);
   FlowHosts hosts;
   if (src_host != dst_host)  // the TCP connection (slow start): the ordered pair of world ranks
     hosts = {src_host, dst_host, static_cast<int64_t>(key.src) * world_.topology.ranks() + key.dst};
-  // The flow's completion owns a reference: a message on the wire lives until it arrives or the run is
-  // torn down (the network drops its flows).
-  Message* raw = m.get();
+  // The flow's completion event refers to the message by its parked index: a message on the wire lives
+  // until it arrives or the run is torn down (the network drops its flows, the mailbox its parked
+  // messages).
   // Ordered transfer: the connection is the ordered pair of world ranks (TransportModel::ordered).
   const int64_t connection = world_.spec.transport.ordered
                                  ? static_cast<int64_t>(key.src) * world_.topology.ranks() + key.dst
                                  : FlowNetwork::kNoConnection;
-  world_.network.start(world_.topology.route(key.src, key.dst), Bytes(m->bytes),
-                       {&Mailbox::arrive_event, this, reinterpret_cast<uintptr_t>(raw)}, m, hosts,
-                       connection);
+  world_.network.start(route(key.src, key.dst), Bytes(m->bytes),
+                       {&Mailbox::arrive_event, this, park(m)}, nullptr, hosts, connection);
 }
 
-uint64_t Mailbox::park(std::shared_ptr<Message> m) {
+const Route& Mailbox::route(int src, int dst) {
+  LastRoute& last = last_route_[static_cast<size_t>(src)];
+  if (last.dst != dst) {
+    last.route = world_.topology.route(src, dst);
+    last.dst = dst;
+  }
+  return last.route;
+}
+
+uint64_t Mailbox::park(Ref<Message> m) {
   if (free_parked_.empty()) {
     parked_.push_back(std::move(m));
     return parked_.size() - 1;
@@ -225,8 +264,8 @@ uint64_t Mailbox::park(std::shared_ptr<Message> m) {
   return index;
 }
 
-std::shared_ptr<Message> Mailbox::unpark(uint64_t index) {
-  std::shared_ptr<Message> m = std::move(parked_[index]);
+Ref<Message> Mailbox::unpark(uint64_t index) {
+  Ref<Message> m = std::move(parked_[index]);
   free_parked_.push_back(index);
   return m;
 }
@@ -258,12 +297,12 @@ void Mailbox::take(Message& m) {
     return;
   }
   // LogGP: the receiver's CPU spends o on the message before its receive completes.
-  world_.engine.post(overhead, {&Mailbox::receive_taken_event, this, park(m.shared_from_this())},
+  world_.engine.post(overhead, {&Mailbox::receive_taken_event, this, park(Ref<Message>(&m))},
                      /*recurring=*/true);
 }
 
 void Mailbox::complete_receive(Message& m) {
-  std::shared_ptr<Receive> r = std::move(m.receive);
+  Ref<Receive> r = std::move(m.receive);
   r->done = true;
   r->waiters.wake_all(world_.fibers);
   if (!m.holds_slot) return;
@@ -272,7 +311,7 @@ void Mailbox::complete_receive(Message& m) {
   Credits& credits = credits_[MatchKey{m.key.group, m.key.src, m.key.dst, 0}];
   --credits.in_use;
   if (credits.waiting.empty()) return;
-  std::shared_ptr<Message> next = std::move(credits.waiting.front());
+  Ref<Message> next = std::move(credits.waiting.front());
   credits.waiting.pop_front();
   ++credits.in_use;
   next->holds_slot = true;
@@ -283,15 +322,15 @@ void Mailbox::complete_receive(Message& m) {
   inject(next);
 }
 
-std::shared_ptr<Receive> Mailbox::post_receive(const MatchKey& key, const BufferView& data) {
-  auto r = std::allocate_shared<Receive>(RecyclingAllocator<Receive>(*blocks_));
+Ref<Receive> Mailbox::post_receive(const MatchKey& key, const BufferView& data) {
+  Ref<Receive> r = Receive::make(*blocks_);
   r->key = key;
   r->data = data;
 
   const uint32_t index = queue_of(key);
   Queue& q = queues_[index];
   if (!q.sends.empty()) {
-    std::shared_ptr<Message> m = q.sends.pop();
+    Ref<Message> m = q.sends.pop();
     check_sizes(*m, *r);
     m->receive = r;
     if (m->arrived) {  // arrived before the receive was posted: copy from the stash now
@@ -310,8 +349,15 @@ std::shared_ptr<Receive> Mailbox::post_receive(const MatchKey& key, const Buffer
 }
 
 uint32_t Mailbox::queue_of(const MatchKey& key) {
-  if (const uint32_t* index = queue_index_.find(key)) return *index;
+  LastQueue& last = last_queue_[static_cast<size_t>(key.dst)];
+  if (last.key == key) return last.index;
+  if (const uint32_t* index = queue_index_.find(key)) {
+    last = {key, *index};
+    return *index;
+  }
   if (queue_index_.size() >= sweep_at_) {
+    for (LastQueue& l : last_queue_)
+      l = LastQueue{};
     queue_index_.erase_if([&](const MatchKey&, uint32_t index) {
       const Queue& q = queues_[index];
       if (!q.sends.empty() || !q.receives.empty()) return false;
@@ -329,11 +375,13 @@ uint32_t Mailbox::queue_of(const MatchKey& key) {
     queues_.emplace_back();
   }
   queue_index_.insert(key, index);
+  last = {key, index};
   return index;
 }
 
-void Mailbox::arrive_event(void* mailbox, uint64_t message) {
-  static_cast<Mailbox*>(mailbox)->arrive(*reinterpret_cast<Message*>(static_cast<uintptr_t>(message)));
+void Mailbox::arrive_event(void* mailbox, uint64_t parked) {
+  auto* self = static_cast<Mailbox*>(mailbox);
+  self->arrive(*self->unpark(parked));
 }
 
 void Mailbox::arrive(Message& m) {

@@ -44,12 +44,14 @@
 #include <map>
 #include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "core/transport.h"
 #include "netsim/fibers.h"
 #include "netsim/flat_map.h"
 #include "netsim/recycler.h"
+#include "netsim/topology.h"
 
 namespace bagua::netsim {
 
@@ -66,11 +68,43 @@ struct MatchKey {
 struct Message;
 struct Receive;
 
+// A counted reference to a Message or Receive record, which counts its references itself (`refs`):
+// a plain integer, since a simulation is single-threaded (std::shared_ptr counts atomically once the
+// process has a second thread, as `bagua run` has: a locked instruction per copy and per drop). The
+// last reference gives the record back to its mailbox's BlockLists.
+template <class T>
+class Ref {
+ public:
+  Ref() = default;
+  explicit Ref(T* p) noexcept : p_(p) {
+    if (p_ != nullptr) ++p_->refs;
+  }
+  Ref(const Ref& other) noexcept : Ref(other.p_) {}
+  Ref(Ref&& other) noexcept : p_(std::exchange(other.p_, nullptr)) {}
+  Ref& operator=(Ref other) noexcept {
+    std::swap(p_, other.p_);
+    return *this;
+  }
+  ~Ref() {
+    if (p_ != nullptr && --p_->refs == 0) T::destroy(p_);
+  }
+  T* get() const { return p_; }
+  T& operator*() const { return *p_; }
+  T* operator->() const { return p_; }
+  explicit operator bool() const { return p_ != nullptr; }
+
+ private:
+  T* p_ = nullptr;
+};
+
 class Mailbox {
  public:
   explicit Mailbox(World& world);
-  std::shared_ptr<Message> post_send(const MatchKey& key, const BufferView& data);
-  std::shared_ptr<Receive> post_receive(const MatchKey& key, const BufferView& data);
+  ~Mailbox();
+  Mailbox(const Mailbox&) = delete;
+  Mailbox& operator=(const Mailbox&) = delete;
+  Ref<Message> post_send(const MatchKey& key, const BufferView& data);
+  Ref<Receive> post_receive(const MatchKey& key, const BufferView& data);
   // Blocks the calling fiber until the operation completes.
   void wait(Message& m);
   void wait(Receive& r);
@@ -83,10 +117,10 @@ class Mailbox {
   // A first-in first-out list threaded through the elements' own `next` (no allocation of its own).
   template <class T>
   struct Fifo {
-    std::shared_ptr<T> head;
+    Ref<T> head;
     T* tail = nullptr;
-    bool empty() const { return head == nullptr; }
-    void push(std::shared_ptr<T> x) {
+    bool empty() const { return !head; }
+    void push(Ref<T> x) {
       T* raw = x.get();
       if (tail != nullptr)
         tail->next = std::move(x);
@@ -94,10 +128,10 @@ class Mailbox {
         head = std::move(x);
       tail = raw;
     }
-    std::shared_ptr<T> pop() {
-      std::shared_ptr<T> x = std::move(head);
+    Ref<T> pop() {
+      Ref<T> x = std::move(head);
       head = std::move(x->next);
-      if (head == nullptr) tail = nullptr;
+      if (!head) tail = nullptr;
       return x;
     }
   };
@@ -105,15 +139,15 @@ class Mailbox {
     Fifo<Message> sends;     // posted, not yet matched
     Fifo<Receive> receives;  // posted, not yet matched
   };
-  static void arrive_event(void* mailbox, uint64_t message);
+  static void arrive_event(void* mailbox, uint64_t parked);
   void arrive(Message& m);
   // The life of a message between isend and its arrival; each step as above.
-  void inject(const std::shared_ptr<Message>& m);
+  void inject(const Ref<Message>& m);
   bool between_hosts(const MatchKey& key) const;
-  void depart(const std::shared_ptr<Message>& m);
-  void request_arrived(const std::shared_ptr<Message>& m);
-  void clear_to_send(const std::shared_ptr<Message>& m);
-  void start_flow(const std::shared_ptr<Message>& m);
+  void depart(const Ref<Message>& m);
+  void request_arrived(const Ref<Message>& m);
+  void clear_to_send(const Ref<Message>& m);
+  void start_flow(const Ref<Message>& m);
   // Copies the payload of `m` into its stash (nothing for meta buffers).
   static void stash(Message& m);
   // The send of `m` completes before its arrival (eager, or in a credit slot): its payload is
@@ -126,10 +160,10 @@ class Mailbox {
   static void request_arrived_event(void* mailbox, uint64_t parked);
   static void start_flow_event(void* mailbox, uint64_t parked);
   static void receive_taken_event(void* mailbox, uint64_t parked);
-  // A message referred to by a scheduled event, by index: parked_ owns it until the event runs (or the
-  // run is torn down).
-  uint64_t park(std::shared_ptr<Message> m);
-  std::shared_ptr<Message> unpark(uint64_t index);
+  // A message referred to by a scheduled event (or by its flow, until it arrives), by index: parked_
+  // owns it until the event runs (or the run is torn down).
+  uint64_t park(Ref<Message> m);
+  Ref<Message> unpark(uint64_t index);
   static void check_sizes(const Message& m, const Receive& r);
 
   struct KeyHash {
@@ -144,19 +178,37 @@ class Mailbox {
 
   // The queue of `key` (an index into queues_), made if there is none.
   uint32_t queue_of(const MatchKey& key);
+  // The route from world rank `src` to `dst` (src != dst), from the cache of `src`'s last route.
+  const Route& route(int src, int dst);
 
   // A connection's credit slots (kCreditSlots), keyed by (group, source, destination, 0).
   struct Credits {
     int in_use = 0;
-    std::deque<std::shared_ptr<Message>> waiting;  // for a slot, first-come first-served
+    std::deque<Ref<Message>> waiting;  // for a slot, first-come first-served
+  };
+  // Per destination world rank: the key whose queue it last looked up, and that queue. A rank's
+  // sends to one peer and that peer's receives from it share a key (every step of a ring, say), so
+  // most lookups end here, at an entry of their destination's, without hashing. Cleared when the
+  // table is swept (queue indices are freed there).
+  struct LastQueue {
+    MatchKey key{~uint64_t{0}, -1, -1, 0};  // matches no key
+    uint32_t index = 0;
+  };
+  // Per source world rank: the destination of its last flow and that route (a rank sends to the same
+  // few peers over and over).
+  struct LastRoute {
+    int dst = -1;
+    Route route;
   };
 
   World& world_;
   BlockLists::Owned blocks_;  // for the Message and Receive records
-  std::vector<std::shared_ptr<Message>> parked_;
+  std::vector<Ref<Message>> parked_;
   std::vector<uint64_t> free_parked_;
   std::map<MatchKey, Credits> credits_;
   std::vector<Time> next_injection_;  // per world rank: the earliest its next injection may begin
+  std::vector<LastQueue> last_queue_;
+  std::vector<LastRoute> last_route_;
   // The keys that have had a queue since the last sweep: a key used again (every step of a collective
   // uses the same few keys) finds its queue without inserting anything. Once the table has grown to
   // sweep_at_ keys, the keys whose queues are empty are dropped (an absent key and an empty queue match
