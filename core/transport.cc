@@ -1,7 +1,8 @@
 #include "core/transport.h"
 
 #include <map>
-#include <set>
+#include <utility>
+#include <vector>
 
 #include "core/check.h"
 
@@ -43,13 +44,16 @@ HostLayout host_layout(const Transport& t) {
 }
 
 int subgroup_position(const Transport& t, std::span<const int> ranks, const std::string& who) {
-  std::set<int> seen;
+  // One flag per rank of the group, not a std::set: every rank of a P-rank simulation may build a
+  // subgroup of all P (a results gather), P^2 checks in all.
+  std::vector<uint8_t> seen(static_cast<size_t>(t.size()), 0);
   int position = -1;
   for (size_t i = 0; i < ranks.size(); ++i) {
     const int r = ranks[i];
     BAGUA_CHECK(r >= 0 && r < t.size(), who + "subgroup: rank " + std::to_string(r) +
                                             " outside a group of " + std::to_string(t.size()));
-    BAGUA_CHECK(seen.insert(r).second, who + "subgroup lists rank " + std::to_string(r) + " twice");
+    BAGUA_CHECK(!std::exchange(seen[static_cast<size_t>(r)], uint8_t{1}),
+                who + "subgroup lists rank " + std::to_string(r) + " twice");
     if (r == t.rank()) position = static_cast<int>(i);
   }
   BAGUA_CHECK(position >= 0, "rank " + std::to_string(t.rank()) + " creates a subgroup it is not in");

@@ -176,6 +176,22 @@ TEST(Simulation, SubgroupMessagesDoNotMatchTheParentsAndRanksAreRenumbered) {
   });
 }
 
+TEST(Simulation, ASubgroupListingARankTwiceOrOutsideTheGroupIsRefused) {
+  // Rank 0 of 3 names its members; each bad list stops the run with the check's message.
+  auto refusal = [](std::vector<int> members) {
+    return message_of([&] {
+      Simulation(hosts_spec(3)).run([&](RankContext& ctx) {
+        if (ctx.transport().rank() == 0) ctx.transport().subgroup(members);
+      });
+    });
+  };
+  EXPECT_NE(refusal({0, 2, 0}).find("subgroup lists rank 0 twice"), std::string::npos);
+  EXPECT_NE(refusal({2, 1, 2}).find("subgroup lists rank 2 twice"), std::string::npos);
+  EXPECT_NE(refusal({0, 3}).find("subgroup: rank 3 outside a group of 3"), std::string::npos);
+  EXPECT_NE(refusal({1, 2}).find("rank 0 creates a subgroup it is not in"), std::string::npos);
+  EXPECT_EQ(refusal({2, 0, 1}), "(no exception)");
+}
+
 // ---------------------------------------------------------------------------------------------------
 // Clock, streams and events
 
