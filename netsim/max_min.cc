@@ -90,41 +90,27 @@ void MaxMinSolver::rekey_touched() {
     const int32_t at = position_[l];
     if (at < 0) continue;  // its entry has popped: the link was the bottleneck
     if (unfrozen_[l] == 0) {
-      stale_[l] = 1;  // discarded when it reaches the top
+      // Out of the heap: the last entry takes its place and moves whichever way it must.
+      const Entry last = heap_.back();
+      heap_.pop_back();
+      position_[l] = -1;
+      if (static_cast<size_t>(at) < heap_.size()) {
+        place(static_cast<size_t>(at), last);
+        sift_down(static_cast<size_t>(at));
+        sift_up(static_cast<size_t>(position_[static_cast<size_t>(last.item)]));
+      }
       continue;
     }
     const double level = remaining_[l] / unfrozen_[l];
     Entry& e = heap_[static_cast<size_t>(at)];
-    if (level < e.level) {  // a rounding below the previous level: moved up now, as the key it is
-      e.level = level;
-      stale_[l] = 0;
+    const bool lower = level < e.level;
+    e.level = level;
+    if (lower)
       sift_up(static_cast<size_t>(at));
-    } else {
-      stale_[l] = level != e.level;  // a higher level: the entry moves down once it reaches the top
-    }
+    else
+      sift_down(static_cast<size_t>(at));
   }
   touched_.clear();
-}
-
-bool MaxMinSolver::pop_lowest(Entry& lowest) {
-  const auto n_links = static_cast<int32_t>(capacity_.size());
-  while (!heap_.empty()) {
-    const int32_t item = heap_.front().item;
-    if (item < n_links && stale_[static_cast<size_t>(item)]) {
-      const auto l = static_cast<size_t>(item);
-      stale_[l] = 0;
-      if (unfrozen_[l] == 0) {
-        pop();  // every flow on it froze elsewhere
-        continue;
-      }
-      heap_.front().level = remaining_[l] / unfrozen_[l];  // what rekey_touched() computed last
-      sift_down(0);
-      continue;
-    }
-    lowest = pop();
-    return true;
-  }
-  return false;
 }
 
 const std::vector<double>& MaxMinSolver::solve() {
@@ -152,7 +138,6 @@ const std::vector<double>& MaxMinSolver::solve() {
   frozen_.assign(n_flows, 0);
   frozen_count_ = 0;
   is_touched_.assign(n_links, 0);
-  stale_.assign(n_links, 0);
   touched_.clear();
   rate_.assign(n_flows, kUncapped);
 
@@ -160,15 +145,25 @@ const std::vector<double>& MaxMinSolver::solve() {
   position_.assign(n_links + n_flows, -1);
   for (size_t l = 0; l < n_links; ++l)
     if (unfrozen_[l] > 0) heap_.push_back({remaining_[l] / unfrozen_[l], static_cast<int32_t>(l)});
-  for (size_t f = 0; f < n_flows; ++f)
-    if (cap_[f] != kUncapped) heap_.push_back({cap_[f], static_cast<int32_t>(n_links + f)});
+  // A flow's cap matters only below the capacity of each of its links: every level a link has is at
+  // most its capacity (remaining <= capacity, at least one unfrozen flow), so while the flow is
+  // unfrozen one of its links has a key below the cap (or equal, and links pop first), and the flow
+  // freezes there first; its cap's entry would only ever be skipped.
+  for (size_t f = 0; f < n_flows; ++f) {
+    if (cap_[f] == kUncapped) continue;
+    double lowest_capacity = kUncapped;
+    for (int32_t i = flow_begin_[f]; i < flow_begin_[f + 1]; ++i)
+      lowest_capacity = std::min(lowest_capacity,
+                                 capacity_[static_cast<size_t>(flow_links_[static_cast<size_t>(i)])]);
+    if (cap_[f] < lowest_capacity) heap_.push_back({cap_[f], static_cast<int32_t>(n_links + f)});
+  }
   for (size_t at = 0; at < heap_.size(); ++at)
     position_[static_cast<size_t>(heap_[at].item)] = static_cast<int32_t>(at);
   for (size_t at = heap_.size() / 2; at-- > 0;)
     sift_down(at);
 
-  Entry e{};
-  while (frozen_count_ < n_flows && pop_lowest(e)) {
+  while (frozen_count_ < n_flows && !heap_.empty()) {
+    const Entry e = pop();
     if (static_cast<size_t>(e.item) >= n_links) {  // a flow's cap
       const int flow = e.item - static_cast<int>(n_links);
       if (!frozen_[static_cast<size_t>(flow)]) {

@@ -15,17 +15,13 @@
 // (they freeze at a rate no higher than its level), so a heap of levels with stale entries skipped
 // gives the bottlenecks in order. Ties are broken by (level, kind, index): the result is deterministic.
 //
-// The heap holds at most one entry per link and one per capped flow, each keyed by a level no higher
-// than its current one: a link's level that rises as flows freeze elsewhere is marked stale and
-// brought up to date only when the entry reaches the top (then moved down, and popped once its key
-// is current; a link left with no unfrozen flow is dropped there), one that falls (by a rounding) is
-// moved up at once. Every key being at most its entry's current level, a current key at the top is
-// the lowest current (level, kind, index) of all: the entries pop in the same order as a heap of
-// every level ever pushed with the outdated ones skipped, so the freezes, their order and their
-// arithmetic are those of that textbook form, while the heap stays as small as the system and a link
-// re-keyed many times moves at most once per time it reaches the top. A bottleneck's flows are all
-// frozen before the links they left are re-keyed (once each), and filling stops once every flow is
-// frozen (every entry left would be skipped).
+// The heap holds at most one entry per link and one per flow whose cap is below the capacity of each
+// of its links (any other cap never pops before its flow is frozen), each keyed by its current level
+// (a link's is updated in place when its flows freeze): the entries pop in the same (level, kind,
+// index) order as a heap of every level ever pushed with the outdated ones skipped, so the freezes,
+// their order and their arithmetic are those of that textbook form, while the heap stays as small as
+// the system. A bottleneck's flows are all frozen before the links they left are re-keyed (once each),
+// and filling stops once every flow is frozen (every entry left would be skipped).
 #pragma once
 
 #include <cstdint>
@@ -71,12 +67,9 @@ class MaxMinSolver {
   // Freezes `flow` at `rate`, taking it off its links; the links it leaves with unfrozen flows are
   // listed in touched_ (once each) for rekey_touched().
   void freeze(int flow, double rate);
-  // Every touched link's entry gets its new level if it fell, or is marked stale if it rose or the
-  // link has no unfrozen flow left.
+  // Every touched link's entry gets its new level (or leaves the heap, once the link has no unfrozen
+  // flow).
   void rekey_touched();
-  // Pops the entry with the lowest current key into `lowest`, first bringing stale entries at the top
-  // up to date (or dropping them); false once the heap is empty.
-  bool pop_lowest(Entry& lowest);
 
   // The system.
   std::vector<double> capacity_;
@@ -91,7 +84,6 @@ class MaxMinSolver {
   std::vector<int32_t> unfrozen_;
   std::vector<uint8_t> frozen_;
   std::vector<uint8_t> is_touched_;  // per link: listed in touched_
-  std::vector<uint8_t> stale_;       // per link: its heap key is below its current level
   std::vector<int32_t> touched_;
   size_t frozen_count_ = 0;
   std::vector<double> rate_;
