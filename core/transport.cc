@@ -1,7 +1,7 @@
 #include "core/transport.h"
 
 #include <map>
-#include <set>
+#include <vector>
 
 #include "core/check.h"
 
@@ -43,13 +43,19 @@ HostLayout host_layout(const Transport& t) {
 }
 
 int subgroup_position(const Transport& t, std::span<const int> ranks, const std::string& who) {
-  std::set<int> seen;
+  // One bit per rank of the group, not a std::set: every rank of a P-rank simulation may build a
+  // subgroup of all P (a results gather), P^2 checks in all. Bits: with a byte per rank (4 KiB at
+  // 4096 ranks) the peak memory of a 4096-rank VGG16 run grew by 16 MiB, 4 KiB per rank (the freed
+  // buffers were not reused); P / 8 bytes left it as it was.
+  std::vector<bool> seen(static_cast<size_t>(t.size()), false);
   int position = -1;
   for (size_t i = 0; i < ranks.size(); ++i) {
     const int r = ranks[i];
     BAGUA_CHECK(r >= 0 && r < t.size(), who + "subgroup: rank " + std::to_string(r) +
                                             " outside a group of " + std::to_string(t.size()));
-    BAGUA_CHECK(seen.insert(r).second, who + "subgroup lists rank " + std::to_string(r) + " twice");
+    BAGUA_CHECK(!seen[static_cast<size_t>(r)],
+                who + "subgroup lists rank " + std::to_string(r) + " twice");
+    seen[static_cast<size_t>(r)] = true;
     if (r == t.rank()) position = static_cast<int>(i);
   }
   BAGUA_CHECK(position >= 0, "rank " + std::to_string(t.rank()) + " creates a subgroup it is not in");

@@ -202,8 +202,6 @@ void Fibers::resume(Fiber& f) {
   BAGUA_CHECK(current_ == nullptr, "a fiber resumed from inside another fiber");
   BAGUA_CHECK(f.state != State::kDone && f.state != State::kRunning,
               "resume of a finished or running fiber");
-  f.state = State::kRunning;
-  current_ = &f;
 #if defined(BAGUA_NETSIM_TSAN)
   // Before the creation too: Boost.Context enters a new fiber's stack once when creating it.
   tsan_engine_ = __tsan_get_current_fiber();
@@ -238,6 +236,10 @@ void Fibers::resume(Fiber& f) {
   } else {
     start_switch(&fake_stack, f.stack_bottom, f.stack_size);
   }
+  // Only now the fiber is current: creating it can throw (std::bad_alloc when its stack cannot be
+  // mapped), and that must leave the engine with no fiber current, for abort_all to unwind the others.
+  f.state = State::kRunning;
+  current_ = &f;
   prefetch_next();
   f.context = std::move(f.context).resume();
 #if defined(BAGUA_NETSIM_TSAN)

@@ -145,8 +145,18 @@ const std::vector<double>& MaxMinSolver::solve() {
   position_.assign(n_links + n_flows, -1);
   for (size_t l = 0; l < n_links; ++l)
     if (unfrozen_[l] > 0) heap_.push_back({remaining_[l] / unfrozen_[l], static_cast<int32_t>(l)});
-  for (size_t f = 0; f < n_flows; ++f)
-    if (cap_[f] != kUncapped) heap_.push_back({cap_[f], static_cast<int32_t>(n_links + f)});
+  // A flow's cap matters only below the capacity of each of its links: every level a link has is at
+  // most its capacity (remaining <= capacity, at least one unfrozen flow), so while the flow is
+  // unfrozen one of its links has a key below the cap (or equal, and links pop first), and the flow
+  // freezes there first; its cap's entry would only ever be skipped.
+  for (size_t f = 0; f < n_flows; ++f) {
+    if (cap_[f] == kUncapped) continue;
+    double lowest_capacity = kUncapped;
+    for (int32_t i = flow_begin_[f]; i < flow_begin_[f + 1]; ++i)
+      lowest_capacity = std::min(lowest_capacity,
+                                 capacity_[static_cast<size_t>(flow_links_[static_cast<size_t>(i)])]);
+    if (cap_[f] < lowest_capacity) heap_.push_back({cap_[f], static_cast<int32_t>(n_links + f)});
+  }
   for (size_t at = 0; at < heap_.size(); ++at)
     position_[static_cast<size_t>(heap_[at].item)] = static_cast<int32_t>(at);
   for (size_t at = heap_.size() / 2; at-- > 0;)

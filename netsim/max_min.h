@@ -15,7 +15,8 @@
 // (they freeze at a rate no higher than its level), so a heap of levels with stale entries skipped
 // gives the bottlenecks in order. Ties are broken by (level, kind, index): the result is deterministic.
 //
-// The heap holds at most one entry per link and one per capped flow, each keyed by its current level
+// The heap holds at most one entry per link and one per flow whose cap is below the capacity of each
+// of its links (any other cap never pops before its flow is frozen), each keyed by its current level
 // (a link's is updated in place when its flows freeze): the entries pop in the same (level, kind,
 // index) order as a heap of every level ever pushed with the outdated ones skipped, so the freezes,
 // their order and their arithmetic are those of that textbook form, while the heap stays as small as

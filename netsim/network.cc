@@ -273,28 +273,54 @@ void FlowNetwork::reshare(std::span<const int32_t> changed) {
   }
   if (component_flows_.empty()) return;
 
-  std::span<const double> rates;
-  double rate_of_one = 0;
   if (component_flows_.size() == 1) {
-    rate_of_one = lone_rate(flows_[static_cast<size_t>(component_flows_.front())]);
-    rates = std::span<const double>(&rate_of_one, 1);
-  } else {
-    solver_.clear();
-    for (int32_t l : component_links_) {
-      if (active_[static_cast<size_t>(l)].empty()) continue;  // a link the finished flow alone used
-      link_local_[static_cast<size_t>(l)] = solver_.add_link(capacity_[static_cast<size_t>(l)]);
-    }
-    for (int32_t id : component_flows_) {
-      const Flow& f = flows_[static_cast<size_t>(id)];
-      local_.clear();
-      for (int32_t c : f.constraints)
-        local_.push_back(link_local_[static_cast<size_t>(c)]);
-      solver_.add_flow(local_, f.cap);
-    }
-    rates = solver_.solve();
+    const int32_t id = component_flows_.front();
+    set_rate(id, lone_rate(flows_[static_cast<size_t>(id)]));
+    return;
   }
+  if (const double level = sole_bottleneck_level(); level > 0) {
+    for (int32_t id : component_flows_)
+      set_rate(id, level);
+    return;
+  }
+  solver_.clear();
+  for (int32_t l : component_links_) {
+    if (active_[static_cast<size_t>(l)].empty()) continue;  // a link the finished flow alone used
+    link_local_[static_cast<size_t>(l)] = solver_.add_link(capacity_[static_cast<size_t>(l)]);
+  }
+  for (int32_t id : component_flows_) {
+    const Flow& f = flows_[static_cast<size_t>(id)];
+    local_.clear();
+    for (int32_t c : f.constraints)
+      local_.push_back(link_local_[static_cast<size_t>(c)]);
+    solver_.add_flow(local_, f.cap);
+  }
+  const std::vector<double>& rates = solver_.solve();
   for (size_t k = 0; k < component_flows_.size(); ++k)
     set_rate(component_flows_[k], rates[k]);
+}
+
+double FlowNetwork::sole_bottleneck_level() const {
+  // The solver's heap entries, in its item order: the component's links with flows (in
+  // component_links_ order, as reshare() adds them), then the capped flows' caps. The first to pop is
+  // the lowest (level, item).
+  const size_t flows = component_flows_.size();
+  double best = MaxMinSolver::kUncapped;
+  bool best_carries_all = false;
+  for (int32_t l : component_links_) {
+    const size_t on_link = active_[static_cast<size_t>(l)].size();
+    if (on_link == 0) continue;
+    // The solver's level: remaining (the capacity) / unfrozen flows (an int32_t, as there).
+    const double level = capacity_[static_cast<size_t>(l)] / static_cast<int32_t>(on_link);
+    if (level < best) {
+      best = level;
+      best_carries_all = on_link == flows;
+    }
+  }
+  if (!best_carries_all) return 0;
+  for (int32_t id : component_flows_)
+    if (flows_[static_cast<size_t>(id)].cap < best) return 0;  // a cap would pop first
+  return best;
 }
 
 double FlowNetwork::lone_rate(const Flow& f) const {

@@ -177,6 +177,13 @@ class FlowNetwork {
   // The max-min rate of a flow alone in its component: its slowest constraint's capacity or its cap,
   // exactly what the solver would return (every level it sees is a capacity divided by 1).
   double lone_rate(const Flow& f) const;
+  // The max-min rate of every flow of the component just collected when one link carries them all and
+  // is the solver's first bottleneck (its level, capacity / flows, the lowest of the component's link
+  // levels and flow caps; ties go to the earlier link, and to any link before a cap, as in the
+  // solver's (level, kind, index) order): progressive filling freezes every flow at that level and
+  // stops, so this is exactly the solver's answer, found in one pass (a results gather: P - 1 flows
+  // into one link, re-solved as each comes and goes). 0 when that does not hold.
+  double sole_bottleneck_level() const;
   // Gives flow `id` its newly solved rate, rescheduling its completion if the rate changed.
   void set_rate(int32_t id, double rate);
   void bring_up_to_date(Flow& f);

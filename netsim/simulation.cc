@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <limits>
+#include <new>
 #include <ostream>
+#include <stdexcept>
 #include <tuple>
 
 #include "core/check.h"
@@ -152,9 +154,24 @@ Time Simulation::run(const std::function<void(RankContext&)>& body) {
 
   // After a failure, the events due at the same time still run, so that a lower rank failing at the
   // same instant is the one reported.
-  while (!world.engine.idle()) {
-    if (world.failure && world.engine.next_time() > world.failure->at) break;
-    world.engine.step();
+  // An exception out of the engine itself (not a rank's: those are recorded by fail()) stops the run
+  // here: every fiber is unwound before it leaves, so that none is left to the World's destructor. Out
+  // of memory, typically a fiber's stack that cannot be mapped (1 MiB of address space per rank and
+  // stream, netsim/fibers.cc), becomes an error that says so.
+  try {
+    while (!world.engine.idle()) {
+      if (world.failure && world.engine.next_time() > world.failure->at) break;
+      world.engine.step();
+    }
+  } catch (const std::bad_alloc&) {
+    world.fibers.abort_all();
+    throw std::runtime_error(
+        "the simulation of " + std::to_string(ranks) + " ranks ran out of memory at " +
+        to_string(world.engine.now()) +
+        " (every fiber's stack takes 1 MiB of address space, 4 MiB under AddressSanitizer)");
+  } catch (...) {
+    world.fibers.abort_all();
+    throw;
   }
   if (world.failure) {
     world.fibers.abort_all();

@@ -1,8 +1,10 @@
 // The `bagua` command itself, run as a child process on the configs of this tree.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -88,6 +90,20 @@ TEST_F(Cli, ConfigErrorsExitNonZeroWithOneLineAndWriteNothing) {
        "--set", "cluster.hosts=3", "--set", "cluster.devices_per_host=1"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("shift_one needs an even number of ranks"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, AClosedStandardOutputEndsTheCommandWithOneLineAndAFailingStatus) {
+  // `bagua validate ... | head -1` with SIGPIPE ignored: the writes after head has gone fail (EPIPE).
+  // Standard output closed outright fails every write the same way (EBADF), without the race of
+  // when head exits. Without the check the command exited 0 with its output lost.
+  const fs::path err = dir_ / "stderr";
+  const std::string cmd = "cd " + bagua::testing::shell_quote(BAGUA_SOURCE_DIR) + " && " +
+                          bagua::testing::shell_quote(BAGUA_BINARY) + " validate " + kQuickstart +
+                          " </dev/null >&- 2>" + bagua::testing::shell_quote(err.string());
+  const int status = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  EXPECT_EQ(read_file(err), "error: could not write to standard output\n");
 }
 
 TEST_F(Cli, ValidateAndList) {

@@ -3,6 +3,7 @@
 // and, for shared links, from the max-min shares (max_min_test.cc), piece by piece.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -113,6 +114,61 @@ TEST(FlowModel, TwoFlowsSharingALinkGetHalfEach) {
       EXPECT_EQ(l.carried.count(), 0);
     }
   }
+}
+
+// `senders` each send 4e5 bytes (meta) to rank 0 at t = 0; returns each sender's completion time.
+std::vector<Time> gather_to_rank0(const ClusterSpec& spec, const std::vector<int>& senders) {
+  std::vector<Time> done(static_cast<size_t>(spec.world_size()));
+  Simulation(spec).run([&](RankContext& ctx) {
+    Transport& t = ctx.transport();
+    if (t.rank() == 0) {
+      std::vector<RequestPtr> pending;
+      for (int s : senders)
+        pending.push_back(t.irecv(meta_bytes(400'000), s, 0));
+      for (auto& r : pending)
+        r->wait();
+    } else if (std::find(senders.begin(), senders.end(), t.rank()) != senders.end()) {
+      t.send(meta_bytes(400'000), 0, 0);
+    }
+    done[static_cast<size_t>(t.rank())] = ctx.clock().now();
+  });
+  std::vector<Time> out;
+  for (int s : senders)
+    out.push_back(done[static_cast<size_t>(s)]);
+  return out;
+}
+
+TEST(FlowModel, AGatherSharesTheReceiversLinkEquallyUnlessACapOrASendersLinkIsLower) {
+  // Ranks 1, 2, 3 (hosts 1-3) send 4e5 bytes to rank 0 at 0; NICs 1.2e9 B/s, 0.5 us. All three enter
+  // transfer at 1000 ns, each re-solve at that instant (one flow: 1.2e9, two: 6e8) superseded by the
+  // last: host 0's NIC down-link carries all three, its level 1.2e9 / 3 = 4e8 the lowest of the
+  // component (every other link carries one flow at 1.2e9), so all three freeze at 4e8:
+  // 4e5 / 4e8 s = 1'000'000 ns, done at 1'001'000 ns.
+  ClusterSpec spec = hosts_spec(4);
+  spec.nic.bandwidth = Bandwidth::bytes_per_second(1.2e9);
+  EXPECT_EQ(gather_to_rank0(spec, {1, 2, 3}), std::vector<Time>(3, Time::ns(1'001'000)));
+  // A window cap of 3e8 below that level freezes each flow first, at its cap: 4e5 / 3e8 s =
+  // 1'333'333.3 -> 1'333'334 ns, done at 1'334'334 ns.
+  spec.factors.flow_window_cap = Bandwidth::bytes_per_second(3e8);
+  EXPECT_EQ(gather_to_rank0(spec, {1, 2, 3}), std::vector<Time>(3, Time::ns(1'334'334)));
+  // A cap equal to the level: the link comes first in the solver's order, the same 4e8.
+  spec.factors.flow_window_cap = Bandwidth::bytes_per_second(4e8);
+  EXPECT_EQ(gather_to_rank0(spec, {1, 2, 3}), std::vector<Time>(3, Time::ns(1'001'000)));
+
+  // Two devices per host: rank 1 shares host 0 with rank 0 (route: its device up-link, rank 0's
+  // device down-link; latency 0), ranks 2 and 4 are on hosts 1 and 2 (latency 1000 ns). Device links
+  // 1.2e9 B/s, NICs 3e8 B/s. Rank 0's device down-link carries all three flows (level 4e8), but host
+  // 0's NIC down-link, carrying ranks 2 and 4 only, is lower (3e8 / 2 = 1.5e8): they freeze at 1.5e8
+  // and rank 1 gets the rest of the device link, 1.2e9 - 3e8 = 9e8.
+  //   rank 1: alone at 1.2e9 from 0 to 1000 ns (1200 bytes), then 9e8: 398'800 / 9e8 s =
+  //           443'111.1 -> 443'112 ns, done at 444'112 ns;
+  //   ranks 2, 4: 1.5e8 from 1000 ns, unchanged when rank 1 leaves (6e8 each on the device link):
+  //           4e5 / 1.5e8 s = 2'666'666.7 -> 2'666'667 ns, done at 2'667'667 ns.
+  ClusterSpec two = hosts_spec(3, 2);
+  two.intra_host = {Bandwidth::bytes_per_second(1.2e9), Time::zero()};
+  two.nic.bandwidth = Bandwidth::bytes_per_second(3e8);
+  EXPECT_EQ(gather_to_rank0(two, {1, 2, 4}),
+            (std::vector<Time>{Time::ns(444'112), Time::ns(2'667'667), Time::ns(2'667'667)}));
 }
 
 TEST(FlowModel, AThirdFlowJoiningAndLeavingChangesTheSharesPiecewise) {

@@ -4,8 +4,13 @@
 #include "netsim/simulation.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <random>
@@ -169,6 +174,22 @@ TEST(Simulation, SubgroupMessagesDoNotMatchTheParentsAndRanksAreRenumbered) {
       EXPECT_EQ(x[0], 100);
     }
   });
+}
+
+TEST(Simulation, ASubgroupListingARankTwiceOrOutsideTheGroupIsRefused) {
+  // Rank 0 of 3 names its members; each bad list stops the run with the check's message.
+  auto refusal = [](std::vector<int> members) {
+    return message_of([&] {
+      Simulation(hosts_spec(3)).run([&](RankContext& ctx) {
+        if (ctx.transport().rank() == 0) ctx.transport().subgroup(members);
+      });
+    });
+  };
+  EXPECT_NE(refusal({0, 2, 0}).find("subgroup lists rank 0 twice"), std::string::npos);
+  EXPECT_NE(refusal({2, 1, 2}).find("subgroup lists rank 2 twice"), std::string::npos);
+  EXPECT_NE(refusal({0, 3}).find("subgroup: rank 3 outside a group of 3"), std::string::npos);
+  EXPECT_NE(refusal({1, 2}).find("rank 0 creates a subgroup it is not in"), std::string::npos);
+  EXPECT_EQ(refusal({2, 0, 1}), "(no exception)");
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -352,6 +373,41 @@ TEST(Simulation, ARankThrowingStopsTheRunAndEveryFiberUnwinds) {
                ConfigError);
   EXPECT_EQ(destroyed, 4);
 }
+
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+// The sanitizers reserve their shadow memory up front and cannot run under a small RLIMIT_AS: this
+// test exists in the default build only.
+
+// The process's mapped address space now, bytes (/proc/self/statm's first field, in pages).
+uint64_t address_space_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  uint64_t pages = 0;
+  statm >> pages;
+  return pages * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
+// With the address space limited to what the process maps now plus 64 MiB, runs 2048 ranks; exits 0
+// when run() threw the error that names the cause.
+[[noreturn]] void run_out_of_address_space() {
+  const rlimit limit{address_space_bytes() + (uint64_t{64} << 20), RLIM_INFINITY};
+  if (setrlimit(RLIMIT_AS, &limit) != 0) std::_Exit(2);
+  const std::string what = message_of([] {
+    Simulation(hosts_spec(2048)).run([](RankContext& ctx) { ctx.clock().sleep(Time::us(1)); });
+  });
+  std::fprintf(stderr, "%s\n", what.c_str());
+  std::_Exit(what.find("ran out of memory") != std::string::npos ? 0 : 1);
+}
+
+TEST(SimulationDeathTest, FiberStacksThatCannotBeMappedEndTheRunWithAnError) {
+  // Every fiber's stack is 1 MiB of address space, mapped when the fiber first runs: the 2048 ranks'
+  // stacks (2 GiB) cannot all be mapped within 64 MiB, and some fiber's creation throws
+  // std::bad_alloc inside the engine. run() must unwind the fibers already created and throw an
+  // error that says so (before the fix the exception left the engine with the failed fiber still
+  // current, and the World's destructor aborted the process: "abort_all from inside a fiber", 134).
+  EXPECT_EXIT(run_out_of_address_space(), ::testing::ExitedWithCode(0),
+              "the simulation of 2048 ranks ran out of memory at 0 ns");
+}
+#endif
 
 TEST(Simulation, TheFirstFailureBySimulatedTimeIsReportedTiesByRank) {
   // Rank 2 fails at 5 us, rank 1 at 10 us: rank 2's. Ranks 3 and 1 both at 5 us: rank 1's, although
