@@ -1,5 +1,6 @@
 #include "core/algorithms/bytegrad.h"
 
+#include "core/algorithms/collective_params.h"
 #include "core/algorithms/compression.h"
 #include "core/algorithms/tags.h"
 
@@ -11,6 +12,8 @@ ParamSchema Bytegrad::schema(const CompressorRegistry& compressors) {
   // "MinMaxUInt8" (bagua/torch_api/algorithms/bytegrad.py).
   s.add_bool("hierarchical", true,
              "intra-host reduce, C_LP_S among host leaders, intra-host broadcast");
+  add_intra_host_param(s, collectives::IntraHostAlgo::kAuto);
+  add_alltoall_param(s);
   s.add_bool("average", true, "average the gradients (false: sum them)");
   add_compressor_params(s, compressors, CompressorChoice{"minmax_uint8", {}, true, false});
   return s;
@@ -18,15 +21,18 @@ ParamSchema Bytegrad::schema(const CompressorRegistry& compressors) {
 
 Bytegrad::Bytegrad(const Params& params, const AlgorithmDeps& deps)
     : hierarchical_(params.get_bool("hierarchical")),
+      intra_host_(intra_host_options(params)),
+      alltoall_(alltoall_algo(params)),
       average_(params.get_bool("average")),
       factory_(make_compressor_factory(deps.compressors, params, params.get_bool("error_feedback"))) {}
 
 void Bytegrad::init(TrainState& s) {
-  communicator_ = std::make_unique<Communicator>(s.ctx.transport(), hierarchical_);
+  communicator_ = std::make_unique<Communicator>(s.ctx.transport(), hierarchical_, intra_host_);
   primitives_.clear();
   for (const Bucket& b : s.buckets)
     primitives_.push_back(std::make_unique<CentralizedLowPrecision>(
-        s.ctx, *communicator_, s.grads_of(b), CentralizedLowPrecisionOptions{factory_, average_}));
+        s.ctx, *communicator_, s.grads_of(b),
+        CentralizedLowPrecisionOptions{factory_, average_, alltoall_}));
 }
 
 void Bytegrad::on_bucket_ready(TrainState& s, const Bucket& b) {

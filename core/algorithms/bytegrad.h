@@ -28,6 +28,8 @@ class Bytegrad final : public Algorithm {
 
  private:
   bool hierarchical_;
+  collectives::IntraHostOptions intra_host_;  // `intra_host`
+  collectives::AlltoallAlgo alltoall_;        // `alltoall`
   bool average_;
   CompressorFactory factory_;
   std::unique_ptr<Communicator> communicator_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "core/algorithms/collective_params.h"
 #include "core/algorithms/tags.h"
 #include "core/ops.h"
 
@@ -44,19 +45,22 @@ ParamSchema Byteps::schema() {
   // distributed-training setup runs DMLC_NUM_SERVER servers; the paper, Sec. 4, colocates them).
   s.add_string("servers", "colocated", "summation servers: colocated (one on each worker host)",
                {"colocated"});
+  // BytePS's intra-host phases are NCCL calls (byteps/common/core_loops.cc, PostNcclCalls: ncclReduce
+  // or ncclReduceScatter into the root's output on the way in, ncclBroadcast or ncclAllGather on the
+  // way out), modelled as NCCL's pipelined reduce onto and broadcast from the local root: "nccl".
+  add_intra_host_param(s, collectives::IntraHostAlgo::kNccl);
   return s;
 }
 
-Byteps::Byteps(const Params& params) : partition_bytes_(params.get_int("partition_bytes")) {}
+Byteps::Byteps(const Params& params)
+    : partition_bytes_(params.get_int("partition_bytes")), intra_host_(intra_host_options(params)) {}
 
 std::vector<Bucket> Byteps::buckets(const std::vector<Layer>& layers, Bytes /*budget*/) const {
   return make_buckets(layers, Bytes(0));  // one tensor per layer
 }
 
 void Byteps::init(TrainState& s) {
-  collectives::IntraHostOptions intra;
-  intra.algo = collectives::IntraHostAlgo::kNccl;  // BytePS reduces and broadcasts with NCCL
-  groups_ = std::make_unique<collectives::HierarchicalGroups>(s.ctx.transport(), intra);
+  groups_ = std::make_unique<collectives::HierarchicalGroups>(s.ctx.transport(), intra_host_);
   int local_size = 1;
   for (const std::vector<int>& host : groups_->layout.hosts)
     local_size = std::max(local_size, static_cast<int>(host.size()));

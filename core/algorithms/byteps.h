@@ -81,6 +81,7 @@ class Byteps final : public Algorithm {
   void push_pull(TrainState& s, const Bucket& b);
 
   int64_t partition_bytes_;
+  collectives::IntraHostOptions intra_host_;  // `intra_host`
   std::unique_ptr<collectives::HierarchicalGroups> groups_;
   std::vector<std::vector<BytepsPartition>> partitions_;  // per tensor (bucket index)
   std::unique_ptr<Stream> reduce_;

@@ -1,5 +1,6 @@
 #include "core/algorithms/choco_sgd.h"
 
+#include "core/algorithms/collective_params.h"
 #include "core/algorithms/compression.h"
 #include "core/algorithms/tags.h"
 
@@ -14,6 +15,7 @@ ParamSchema ChocoSgd::schema(const CompressorRegistry& compressors) {
   // Off by default: the paper's CHOCO-SGD is flat (every rank a node of the ring).
   s.add_bool("hierarchical", false,
              "intra-host average, CHOCO gossip among host leaders, intra-host broadcast");
+  add_intra_host_param(s, collectives::IntraHostAlgo::kAuto);
   add_compressor_params(s, compressors,
                         CompressorChoice{"sign", {}, /*error_feedback_param=*/false, false});
   return s;
@@ -22,10 +24,11 @@ ParamSchema ChocoSgd::schema(const CompressorRegistry& compressors) {
 ChocoSgd::ChocoSgd(const Params& params, const AlgorithmDeps& deps)
     : gamma_(params.get_double("gamma")),
       hierarchical_(params.get_bool("hierarchical")),
+      intra_host_(intra_host_options(params)),
       factory_(make_compressor_factory(deps.compressors, params, /*error_feedback=*/false)) {}
 
 void ChocoSgd::init(TrainState& s) {
-  communicator_ = std::make_unique<Communicator>(s.ctx.transport(), hierarchical_);
+  communicator_ = std::make_unique<Communicator>(s.ctx.transport(), hierarchical_, intra_host_);
   gossip_ = std::make_unique<ChocoGossip>(s.ctx, *communicator_, s.weights,
                                           ChocoGossipOptions{factory_, gamma_});
 }

@@ -28,6 +28,7 @@ class ChocoSgd final : public Algorithm {
  private:
   double gamma_;
   bool hierarchical_;
+  collectives::IntraHostOptions intra_host_;  // `intra_host`
   CompressorFactory factory_;
   std::unique_ptr<Communicator> communicator_;
   std::unique_ptr<ChocoGossip> gossip_;

@@ -1,5 +1,6 @@
 #include "core/algorithms/decentralized.h"
 
+#include "core/algorithms/collective_params.h"
 #include "core/algorithms/compression.h"
 #include "core/algorithms/tags.h"
 #include "core/ops.h"
@@ -15,6 +16,7 @@ ParamSchema Decentralized::schema() {
   // communication_interval=1) (bagua/torch_api/algorithms/decentralized.py).
   s.add_bool("hierarchical", true,
              "intra-host average, peer averaging among host leaders, intra-host broadcast");
+  add_intra_host_param(s, collectives::IntraHostAlgo::kAuto);
   s.add_string(
       "peer_selection_mode", "all",
       "all: average with every rank; shift_one: with one rank of the other half, rotating (even "
@@ -26,11 +28,12 @@ ParamSchema Decentralized::schema() {
 
 Decentralized::Decentralized(const Params& params)
     : hierarchical_(params.get_bool("hierarchical")),
+      intra_host_(intra_host_options(params)),
       mode_(parse_peer_mode(params.get_string("peer_selection_mode"))),
       interval_(params.get_int("communication_interval")) {}
 
 void Decentralized::init(TrainState& s) {
-  communicator_ = std::make_unique<Communicator>(s.ctx.transport(), hierarchical_);
+  communicator_ = std::make_unique<Communicator>(s.ctx.transport(), hierarchical_, intra_host_);
   primitive_ = std::make_unique<DecentralizedFullPrecision>(
       s.ctx, *communicator_, s.weights, DecentralizedFullPrecisionOptions{mode_, "decentralized"});
   peer_weights_ = Buffer::like(s.weights, s.weights.dtype(), s.weights.count());
@@ -61,6 +64,7 @@ ParamSchema LowPrecisionDecentralized::schema(const CompressorRegistry& compress
   // (bagua/torch_api/algorithms/decentralized.py).
   s.add_bool("hierarchical", true,
              "intra-host average, D_LP_S among host leaders, intra-host broadcast");
+  add_intra_host_param(s, collectives::IntraHostAlgo::kAuto);
   s.add_int("communication_interval", 1, "iterations between two communication steps", 1);
   add_compressor_params(s, compressors, CompressorChoice{"minmax_uint8", {}, true, false});
   return s;
@@ -68,11 +72,12 @@ ParamSchema LowPrecisionDecentralized::schema(const CompressorRegistry& compress
 
 LowPrecisionDecentralized::LowPrecisionDecentralized(const Params& params, const AlgorithmDeps& deps)
     : hierarchical_(params.get_bool("hierarchical")),
+      intra_host_(intra_host_options(params)),
       interval_(params.get_int("communication_interval")),
       factory_(make_compressor_factory(deps.compressors, params, params.get_bool("error_feedback"))) {}
 
 void LowPrecisionDecentralized::init(TrainState& s) {
-  communicator_ = std::make_unique<Communicator>(s.ctx.transport(), hierarchical_);
+  communicator_ = std::make_unique<Communicator>(s.ctx.transport(), hierarchical_, intra_host_);
   primitives_.clear();
   for (const Bucket& b : s.buckets)
     primitives_.push_back(std::make_unique<DecentralizedLowPrecision>(

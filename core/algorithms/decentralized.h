@@ -39,6 +39,7 @@ class Decentralized final : public Algorithm {
 
  private:
   bool hierarchical_;
+  collectives::IntraHostOptions intra_host_;  // `intra_host`
   PeerMode mode_;
   int64_t interval_;
   bool communicating_ = false;
@@ -58,6 +59,7 @@ class LowPrecisionDecentralized final : public Algorithm {
 
  private:
   bool hierarchical_;
+  collectives::IntraHostOptions intra_host_;  // `intra_host`
   int64_t interval_;
   CompressorFactory factory_;
   std::unique_ptr<Communicator> communicator_;

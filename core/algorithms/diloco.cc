@@ -1,5 +1,6 @@
 #include "core/algorithms/diloco.h"
 
+#include "core/algorithms/collective_params.h"
 #include "core/algorithms/tags.h"
 #include "core/ops.h"
 #include "core/optim/optimizers.h"
@@ -18,6 +19,7 @@ ParamSchema Diloco::schema() {
   // hierarchical false: as local_sgd, the other model-averaging algorithm (core/algorithms/local_sgd.h).
   s.add_bool("hierarchical", false,
              "intra-host reduce, allreduce among host leaders, intra-host broadcast");
+  add_intra_host_param(s, collectives::IntraHostAlgo::kAuto);
   // AdamW's defaults in PyTorch (torch.optim.AdamW: lr 1e-3, weight_decay 1e-2); its betas and eps
   // stay PyTorch's (0.9, 0.999, 1e-8).
   s.add_double("inner_lr", 1e-3, "learning rate of the inner AdamW steps", 0.0, std::nullopt,
@@ -31,12 +33,13 @@ Diloco::Diloco(const Params& params, const AlgorithmDeps& deps)
       outer_lr_(params.get_double("outer_lr")),
       outer_momentum_(params.get_double("outer_momentum")),
       hierarchical_(params.get_bool("hierarchical")),
+      intra_host_(intra_host_options(params)),
       inner_lr_(params.get_double("inner_lr")),
       inner_weight_decay_(params.get_double("inner_weight_decay")),
       optimizers_(deps.optimizers) {}
 
 void Diloco::init(TrainState& s) {
-  communicator_ = std::make_unique<Communicator>(s.ctx.transport(), hierarchical_);
+  communicator_ = std::make_unique<Communicator>(s.ctx.transport(), hierarchical_, intra_host_);
   primitive_ = std::make_unique<CentralizedFullPrecision>(
       s.ctx, *communicator_, s.weights, CentralizedFullPrecisionOptions{/*average=*/true});
   const size_t n = s.weights.count();

@@ -45,6 +45,7 @@ class Diloco final : public Algorithm {
   double outer_lr_;
   double outer_momentum_;
   bool hierarchical_;
+  collectives::IntraHostOptions intra_host_;  // `intra_host`
   double inner_lr_;
   double inner_weight_decay_;
   const OptimizerRegistry& optimizers_;

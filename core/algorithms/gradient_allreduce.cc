@@ -1,5 +1,6 @@
 #include "core/algorithms/gradient_allreduce.h"
 
+#include "core/algorithms/collective_params.h"
 #include "core/algorithms/tags.h"
 
 namespace bagua {
@@ -9,6 +10,7 @@ ParamSchema GradientAllreduce::schema() {
   // Defaults are Bagua's: GradientAllReduceAlgorithm(hierarchical=False, average=True).
   s.add_bool("hierarchical", false,
              "intra-host reduce, allreduce among host leaders, intra-host broadcast");
+  add_intra_host_param(s, collectives::IntraHostAlgo::kAuto);
   s.add_bool("average", true, "average the gradients (false: sum them)");
   s.add_string("allreduce", "ring", "allreduce algorithm", collectives::allreduce_algo_names());
   return s;
@@ -16,11 +18,12 @@ ParamSchema GradientAllreduce::schema() {
 
 GradientAllreduce::GradientAllreduce(const Params& params)
     : hierarchical_(params.get_bool("hierarchical")),
+      intra_host_(intra_host_options(params)),
       average_(params.get_bool("average")),
       algo_(collectives::parse_allreduce_algo(params.get_string("allreduce"))) {}
 
 void GradientAllreduce::init(TrainState& s) {
-  communicator_ = std::make_unique<Communicator>(s.ctx.transport(), hierarchical_);
+  communicator_ = std::make_unique<Communicator>(s.ctx.transport(), hierarchical_, intra_host_);
   primitive_ = std::make_unique<CentralizedFullPrecision>(
       s.ctx, *communicator_, s.grads, CentralizedFullPrecisionOptions{average_, algo_});
 }

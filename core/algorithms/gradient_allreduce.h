@@ -25,6 +25,7 @@ class GradientAllreduce final : public Algorithm {
 
  private:
   bool hierarchical_;
+  collectives::IntraHostOptions intra_host_;  // `intra_host`
   bool average_;
   collectives::AllreduceAlgo algo_;
   std::unique_ptr<Communicator> communicator_;

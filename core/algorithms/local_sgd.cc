@@ -1,5 +1,6 @@
 #include "core/algorithms/local_sgd.h"
 
+#include "core/algorithms/collective_params.h"
 #include "core/algorithms/tags.h"
 
 namespace bagua {
@@ -13,14 +14,17 @@ ParamSchema LocalSgd::schema() {
   // algorithm (bagua/torch_api/algorithms/gradient_allreduce.py).
   s.add_bool("hierarchical", false,
              "intra-host reduce, allreduce among host leaders, intra-host broadcast");
+  add_intra_host_param(s, collectives::IntraHostAlgo::kAuto);
   return s;
 }
 
 LocalSgd::LocalSgd(const Params& params)
-    : period_(params.get_int("period")), hierarchical_(params.get_bool("hierarchical")) {}
+    : period_(params.get_int("period")),
+      hierarchical_(params.get_bool("hierarchical")),
+      intra_host_(intra_host_options(params)) {}
 
 void LocalSgd::init(TrainState& s) {
-  communicator_ = std::make_unique<Communicator>(s.ctx.transport(), hierarchical_);
+  communicator_ = std::make_unique<Communicator>(s.ctx.transport(), hierarchical_, intra_host_);
   primitive_ = std::make_unique<CentralizedFullPrecision>(
       s.ctx, *communicator_, s.weights, CentralizedFullPrecisionOptions{/*average=*/true});
 }

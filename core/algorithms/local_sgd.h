@@ -25,6 +25,7 @@ class LocalSgd final : public Algorithm {
  private:
   int64_t period_;
   bool hierarchical_;
+  collectives::IntraHostOptions intra_host_;  // `intra_host`
   std::unique_ptr<Communicator> communicator_;
   std::unique_ptr<CentralizedFullPrecision> primitive_;
 };

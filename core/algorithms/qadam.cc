@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "core/algorithms/collective_params.h"
 #include "core/algorithms/compression.h"
 #include "core/algorithms/tags.h"
 #include "core/ops.h"
@@ -25,6 +26,8 @@ ParamSchema QAdam::schema(const CompressorRegistry& compressors) {
   s.add_double("eps", 1e-8, "added to the denominator", 0.0);
   s.add_bool("hierarchical", true,
              "compressed phase: intra-host reduce, C_LP_S among host leaders, broadcast");
+  add_intra_host_param(s, collectives::IntraHostAlgo::kAuto);
+  add_alltoall_param(s);
   add_compressor_params(
       s, compressors,
       CompressorChoice{"minmax_uint8",
@@ -41,7 +44,9 @@ QAdam::QAdam(const Params& params, const AlgorithmDeps& deps)
       beta1_(params.get_double("beta1")),
       beta2_(params.get_double("beta2")),
       eps_(params.get_double("eps")),
-      hierarchical_(params.get_bool("hierarchical")) {
+      hierarchical_(params.get_bool("hierarchical")),
+      intra_host_(intra_host_options(params)),
+      alltoall_(alltoall_algo(params)) {
   if (beta1_ >= 1.0 || beta2_ >= 1.0)
     throw ConfigError("qadam: beta1 and beta2 must be below 1, got " + std::to_string(beta1_) +
                       " and " + std::to_string(beta2_));
@@ -62,12 +67,12 @@ void QAdam::init(TrainState& s) {
   flat_ = std::make_unique<Communicator>(s.ctx.transport(), /*hierarchical=*/false);
   full_precision_ = std::make_unique<CentralizedFullPrecision>(
       s.ctx, *flat_, s.grads, CentralizedFullPrecisionOptions{/*average=*/true});
-  communicator_ = std::make_unique<Communicator>(s.ctx.transport(), hierarchical_);
+  communicator_ = std::make_unique<Communicator>(s.ctx.transport(), hierarchical_, intra_host_);
   low_precision_.clear();
   for (const Bucket& b : s.buckets)
     low_precision_.push_back(std::make_unique<CentralizedLowPrecision>(
         s.ctx, *communicator_, m_.view().slice(b.offset, b.count),
-        CentralizedLowPrecisionOptions{factory_, /*average=*/true}));
+        CentralizedLowPrecisionOptions{factory_, /*average=*/true, alltoall_}));
 }
 
 void QAdam::on_bucket_ready(TrainState& s, const Bucket& b) {

@@ -60,6 +60,8 @@ class QAdam final : public Algorithm {
   double beta2_;
   double eps_;
   bool hierarchical_;
+  collectives::IntraHostOptions intra_host_;  // `intra_host`
+  collectives::AlltoallAlgo alltoall_;        // `alltoall`
   CompressorFactory factory_;
   Buffer m_;
   Buffer v_;

@@ -37,6 +37,7 @@
 //   broadcast, binomial, k segments           k ceil(lg P)                 ceil(lg P) S  (the root)
 //   broadcast, chain, k segments              P + k-2                      S
 //   alltoall, pairwise exchange               P-1                          (P-1) S/P
+//   alltoall, grouped (W peers per wave)      P-1, ceil((P-1)/W) latencies (P-1) S/P
 //   neighbour_exchange, P >= 3                2                            2S
 //   neighbour_exchange, P = 2                 1                            S
 //   NCCL's algorithms (core/collectives/nccl.h), C channels, n slices per channel chunk:
@@ -60,8 +61,10 @@
 //   hierarchical allgather                    [Q > 1] + (H-1) + ceil(lg Q) (H-1) S/H + ceil(lg Q) S
 //   hierarchical broadcast, root a leader     ceil(lg H) + ceil(lg Q)      (ceil(lg H) + ceil(lg Q)) S
 //
-// (k = 1 is the unsegmented form. The root of a binomial reduce receives ceil(lg P) S. A hierarchical
-// broadcast whose root is not a leader takes one more step, the root sending to its leader.)
+// (A grouped alltoall posts a wave's sends one after another without waiting, so they count as P-1
+// steps, but their latencies overlap: one per wave. k = 1 is the unsegmented form. The root of a
+// binomial reduce receives ceil(lg P) S. A hierarchical broadcast whose root is not a leader takes
+// one more step, the root sending to its leader.)
 #pragma once
 
 #include <cstddef>
@@ -196,10 +199,41 @@ void broadcast(Transport& transport, const BufferView& data, int root, Tag tag,
 void reduce(Transport& transport, const BufferView& data, int root, ReduceOp op, Tag tag,
             size_t segment_elements = 0, ReduceAlgo algo = ReduceAlgo::kBinomial);
 
-// Pairwise exchange. Chunk i of rank src's `send` lands in chunk src of rank i's `recv`. Both buffers
-// have the same dtype and count, the count divisible by P (so that every chunk has one size), and must
-// not overlap.
-void alltoall(Transport& transport, const BufferView& send, const BufferView& recv, Tag tag);
+// How an alltoall moves its chunks (core/collectives/alltoall.cc).
+//   kPairwise  P - 1 sendrecv steps, one peer at a time: bulk-synchronous, a latency per step
+//   kNccl      what NCCL runs for the alltoall of Bagua's communicator (ncclSend and ncclRecv to every
+//              peer inside one ncclGroupStart / ncclGroupEnd): every transfer posted at once, in waves
+//              of at most nccl_p2p_peers_per_wave peers (grouped_alltoall)
+enum class AlltoallAlgo : uint8_t { kPairwise, kNccl };
+std::string to_string(AlltoallAlgo algo);  // "pairwise", "nccl"
+AlltoallAlgo parse_alltoall_algo(std::string_view name);
+std::vector<std::string> alltoall_algo_names();
+
+// Chunk i of rank src's `send` lands in chunk src of rank i's `recv`. Both buffers have the same dtype
+// and count, the count divisible by P (so that every chunk has one size), and must not overlap
+// (ConfigError otherwise). kPairwise: pairwise exchange; kNccl: grouped_alltoall with NCCL's wave size
+// for this transport.
+void alltoall(Transport& transport, const BufferView& send, const BufferView& recv, Tag tag,
+              AlltoallAlgo algo = AlltoallAlgo::kPairwise);
+// The same result with every send and receive of a wave posted before any is waited for: the peers in
+// NCCL's order of rounds (nccl_p2p_rounds), `peers_per_wave` of them at a time (0: all P - 1 in one
+// wave). Throws ConfigError for peers_per_wave < 0.
+void grouped_alltoall(Transport& transport, const BufferView& send, const BufferView& recv, Tag tag,
+                      int peers_per_wave = 0);
+// The peer distances of NCCL's p2p schedule on `ranks` ranks of one rank per node (p2pSchedule in
+// src/init.cc: the quadratic sequence (x^2 + x) / 2 mod pow2Up(ranks), kept where below `ranks`,
+// distance 0, the rank itself, left out): in round i a rank sends to rank + d_i and receives from
+// rank - d_i. Every distance 1 .. ranks - 1 once.
+std::vector<int> nccl_p2p_rounds(int ranks);
+// How many peers' transfers of one ncclGroupStart / ncclGroupEnd NCCL runs at once on `ranks` ranks
+// over `nodes` nodes with `channels` channels (comm->nChannels). addP2pToPlan (src/enqueue.cc):
+// maxConcurrent = p2pnChannels / (channels of one transfer) x NCCL_MAX_DEV_WORK_P2P_PER_BATCH (8,
+// src/include/device.h); ncclTopoComputeP2pChannels (src/graph/paths.cc): p2pnChannels = pow2Up(
+// min(nChannels, NCCL_MAX_P2P_NCHANNELS = MAXCHANNELS)), channels per peer pow2Up of a network peer's
+// default 2 (ncclTopoGetNchannels), halved on more than one node while it times ceil(ranks / 8)
+// exceeds p2pnChannels. A transfer uses at most the channels per peer, so this is the least number
+// of peers in flight. Throws ConfigError for channels < 1.
+int nccl_p2p_peers_per_wave(int ranks, int nodes, int channels);
 
 // Ring neighbours (left = rank - 1, right = rank + 1, mod P): `data` to both, the left neighbour's data
 // into `from_left`, the right neighbour's into `from_right`. Returns the number of distinct neighbours:

@@ -11,6 +11,7 @@ CentralizedLowPrecision::CentralizedLowPrecision(RankContext& ctx, Communicator&
     : ctx_(ctx),
       communicator_(communicator),
       average_(options.average),
+      alltoall_(options.alltoall),
       count_(like.count()),
       parts_(communicator.inner_size()) {
   BAGUA_CHECK(like.dtype() == DType::kF32,
@@ -55,7 +56,7 @@ void CentralizedLowPrecision::scatter_reduce_gather(Transport& group, const Buff
     const BufferView chunk = chunks.chunk(j);
     timed_encode(clock, *scatter_sites_[static_cast<size_t>(j)], chunk, slot(send_, j, chunk.count()));
   }
-  collectives::alltoall(group, send_, received_, tag);
+  collectives::alltoall(group, send_, received_, tag, alltoall_);
 
   // Reduce: the P decompressed copies of this rank's chunk, summed in rank order, then averaged.
   const size_t own_count = chunks.range(rank).count;

@@ -9,7 +9,11 @@
 //               multiple of P instead — its `alignment = world size` — which costs the same order of
 //               bytes)
 //   scatter     compress chunk j of the bucket into slot j, for every j; alltoall the slots, so that
-//               slot j of the received buffer holds rank j's compressed copy of chunk r
+//               slot j of the received buffer holds rank j's compressed copy of chunk r (Bagua's
+//               communicator alltoall: Al::Alltoall<Al::NCCLBackend>, rust/bagua-core/
+//               bagua-core-internal/src/communicators/mod.rs, i.e. ncclSend and ncclRecv to every
+//               peer in one NCCL group, LLNL/Aluminum include/aluminum/nccl_impl.hpp, do_alltoall;
+//               `alltoall` in the options chooses that or the pairwise exchange)
 //   reduce      decompress the P received copies of chunk r and average (or sum) them
 //   gather      compress the reduced chunk r once more, allgather the slots, decompress every slot j
 //               into chunk j of the bucket
@@ -37,6 +41,9 @@ namespace bagua {
 struct CentralizedLowPrecisionOptions {
   CompressorFactory factory;  // one compressor instance per site
   bool average = true;        // the average over ranks, else the sum
+  // How the scatter's alltoall runs: pairwise exchange, or as Bagua's communicator runs it, NCCL's
+  // grouped send and receive to every peer (collectives::AlltoallAlgo).
+  collectives::AlltoallAlgo alltoall = collectives::AlltoallAlgo::kPairwise;
 };
 
 class CentralizedLowPrecision {
@@ -57,6 +64,7 @@ class CentralizedLowPrecision {
   RankContext& ctx_;
   Communicator& communicator_;
   bool average_;
+  collectives::AlltoallAlgo alltoall_;
   size_t count_;
   int parts_;
   size_t slot_bytes_ = 0;

@@ -4,8 +4,10 @@
 
 namespace bagua {
 
-Communicator::Communicator(Transport& world, bool hierarchical) : world_(world) {
-  if (hierarchical) groups_.emplace(world);
+Communicator::Communicator(Transport& world, bool hierarchical,
+                           collectives::IntraHostOptions intra_host)
+    : world_(world) {
+  if (hierarchical) groups_.emplace(world, intra_host);
 }
 
 Transport* Communicator::inner() {
@@ -25,8 +27,9 @@ void Communicator::execute(const BufferView& data, bool intranode_average, bool 
   }
   Transport& intra = *groups_->intra;
   if (pre) {
-    // Bagua's hierarchical_pre: reduce_inplace onto intra rank 0 with AVG or SUM (ncclReduce, a
-    // pipelined chain for large buffers: collectives::intra_host_reduce).
+    // Bagua's hierarchical_pre: reduce_inplace onto intra rank 0 with AVG or SUM (ncclReduce:
+    // collectives::intra_host_reduce as the communicator's IntraHostOptions say, IntraHostAlgo::kNccl
+    // being NCCL's pipelined chain).
     collectives::intra_host_reduce(*groups_, data, ReduceOp::kSum, tag);
     if (intranode_average && groups_->is_leader() && intra.size() > 1) scale(data, 1.0 / intra.size());
   }

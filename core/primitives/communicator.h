@@ -34,7 +34,9 @@ namespace bagua {
 
 class Communicator {
  public:
-  Communicator(Transport& world, bool hierarchical);
+  // `intra_host`: how pre and post run (collectives::IntraHostOptions; validated here, ConfigError for
+  // a segment <= 0); unused when flat.
+  Communicator(Transport& world, bool hierarchical, collectives::IntraHostOptions intra_host = {});
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
 

@@ -204,6 +204,15 @@ std::vector<Mistake> mistakes() {
       {kBase, {"runtime=simm"}, "runtime", R"(did you mean "sim"?)"},
       // Bagua refuses QAdam without a warm-up (bagua/torch_api/algorithms/q_adam.py).
       {kBase, {R"(algorithm={"name": "qadam", "warmup_steps": 0})"}, "algorithm.warmup_steps", ">= 1"},
+      // The collectives an algorithm runs: a choice outside the list is named with its path.
+      {kBase,
+       {R"(algorithm={"name": "bytegrad", "alltoall": "ring"})"},
+       "algorithm.alltoall",
+       R"(must be one of pairwise|nccl, got "ring")"},
+      {kBase,
+       {R"(algorithm={"name": "decentralized", "intra_host": "tree"})"},
+       "algorithm.intra_host",
+       R"(must be one of auto|binomial|chain|nccl, got "tree")"},
       // Syntax errors name where they are.
       {edit(R"("latency": "5 us")", R"("latency": )"), {}, "cluster.nic.latency", "syntax error"},
       {kBase, {"oops"}, "--set \"oops\"", "expected dotted.path=value"},

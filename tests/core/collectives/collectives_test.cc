@@ -8,6 +8,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -376,6 +377,22 @@ TEST_P(Collectives, ChainReduceOfFloatsIsTheSameInEveryRun) {
 }
 
 TEST_P(Collectives, AlltoallDeliversChunkIOfRankJToChunkJOfRankI) {
+  // Every form: pairwise, NCCL's grouped one, and grouped in waves of 1 and 2 peers (several waves
+  // whenever P > 3), one after another on one tag.
+  struct Form {
+    std::string name;
+    std::function<void(Transport&, const BufferView&, const BufferView&, Tag)> run;
+  };
+  const std::vector<Form> forms{
+      {"pairwise",
+       [](Transport& t, const BufferView& s, const BufferView& r, Tag tag) { alltoall(t, s, r, tag); }},
+      {"nccl", [](Transport& t, const BufferView& s, const BufferView& r,
+                  Tag tag) { alltoall(t, s, r, tag, AlltoallAlgo::kNccl); }},
+      {"grouped, 1 peer per wave", [](Transport& t, const BufferView& s, const BufferView& r,
+                                      Tag tag) { grouped_alltoall(t, s, r, tag, 1); }},
+      {"grouped, 2 peers per wave", [](Transport& t, const BufferView& s, const BufferView& r,
+                                       Tag tag) { grouped_alltoall(t, s, r, tag, 2); }},
+  };
   run([&](RankContext& ctx) {
     Transport& t = ctx.transport();
     const size_t p = static_cast<size_t>(t.size());
@@ -383,31 +400,71 @@ TEST_P(Collectives, AlltoallDeliversChunkIOfRankJToChunkJOfRankI) {
     auto value = [](size_t src, size_t dst, size_t e) {
       return static_cast<double>(src * 100000 + dst * 1000 + e);
     };
-    for (size_t per_rank : {size_t{0}, size_t{1}, size_t{7}, size_t{999}})
-      for (DType dtype : {DType::kF32, DType::kI32}) {
-        const size_t count = per_rank * p;
-        const Buffer send = Buffer::host(dtype, count);
-        const Buffer recv = Buffer::host(dtype, count);
-        fill(recv, -1);
-        for (size_t dst = 0; dst < p; ++dst)
-          for (size_t e = 0; e < per_rank; ++e)
-            testing::set_element(send, dst * per_rank + e,
-                                 value(static_cast<size_t>(t.rank()), dst, e));
-        alltoall(t, send, recv, 15);
-        expect_elements(
-            recv, 0, count,
-            [&](size_t i) { return value(i / per_rank, static_cast<size_t>(t.rank()), i % per_rank); },
-            t.rank(), describe("alltoall", dtype, count, ""));
+    for (const Form& form : forms) {
+      for (size_t per_rank : {size_t{0}, size_t{1}, size_t{7}, size_t{999}})
+        for (DType dtype : {DType::kF32, DType::kI32}) {
+          const size_t count = per_rank * p;
+          const Buffer send = Buffer::host(dtype, count);
+          const Buffer recv = Buffer::host(dtype, count);
+          fill(recv, -1);
+          for (size_t dst = 0; dst < p; ++dst)
+            for (size_t e = 0; e < per_rank; ++e)
+              testing::set_element(send, dst * per_rank + e,
+                                   value(static_cast<size_t>(t.rank()), dst, e));
+          form.run(t, send, recv, 15);
+          expect_elements(
+              recv, 0, count,
+              [&](size_t i) {
+                return value(i / per_rank, static_cast<size_t>(t.rank()), i % per_rank);
+              },
+              t.rank(), describe("alltoall " + form.name, dtype, count, ""));
+        }
+      if (t.size() > 1) {
+        const Buffer uneven = Buffer::host(DType::kF32, p + 1);
+        const Buffer out = Buffer::host(DType::kF32, p + 1);
+        EXPECT_THROW(form.run(t, uneven, out, 16), ConfigError) << form.name;
       }
-    if (t.size() > 1) {
-      const Buffer uneven = Buffer::host(DType::kF32, p + 1);
-      const Buffer out = Buffer::host(DType::kF32, p + 1);
-      EXPECT_THROW(alltoall(t, uneven, out, 16), ConfigError);
+      const Buffer a = Buffer::host(DType::kF32, p);
+      const Buffer b = Buffer::host(DType::kF64, p);
+      EXPECT_THROW(form.run(t, a, b, 16), ConfigError) << form.name;
     }
     const Buffer a = Buffer::host(DType::kF32, p);
-    const Buffer b = Buffer::host(DType::kF64, p);
-    EXPECT_THROW(alltoall(t, a, b, 16), ConfigError);
+    const Buffer b = Buffer::host(DType::kF32, p);
+    EXPECT_THROW(grouped_alltoall(t, a, b, 16, -1), ConfigError);
   });
+}
+
+TEST(Alltoall, NcclsRoundsVisitEveryPeerOnceInItsQuadraticOrder) {
+  // NCCL's own example (src/init.cc, above the p2pSchedule loop), 16 ranks: 0, 1, 3, 6, 10, 15, 5,
+  // 12, 4, 13, 7, 2, 14, 11, 9, 8 (0, the rank itself, left out). For 5 ranks pow2Up is 8: 0, 1, 3,
+  // 6, 2, 7, 5, 4 keeps 1, 3, 2, 4.
+  EXPECT_EQ(nccl_p2p_rounds(16), (std::vector<int>{1, 3, 6, 10, 15, 5, 12, 4, 13, 7, 2, 14, 11, 9, 8}));
+  EXPECT_EQ(nccl_p2p_rounds(5), (std::vector<int>{1, 3, 2, 4}));
+  EXPECT_EQ(nccl_p2p_rounds(2), (std::vector<int>{1}));
+  EXPECT_TRUE(nccl_p2p_rounds(1).empty());
+  for (int ranks : {3, 7, 12, 16, 100, 128}) {
+    std::vector<int> rounds = nccl_p2p_rounds(ranks);
+    std::sort(rounds.begin(), rounds.end());
+    std::vector<int> every(static_cast<size_t>(ranks - 1));
+    std::iota(every.begin(), every.end(), 1);
+    EXPECT_EQ(rounds, every) << ranks << " ranks";
+  }
+}
+
+TEST(Alltoall, NcclsPeersInFlight) {
+  // maxConcurrent = p2pnChannels / channels per peer x 8 (addP2pToPlan, src/enqueue.cc).
+  // The paper's 16 host leaders, nChannels 2: p2pnChannels 2; per peer starts at 2, and 2 x ceil(16 /
+  // 8) = 4 > 2 halves it to 1: 2 / 1 x 8 = 16 >= 15 peers, one wave.
+  EXPECT_EQ(nccl_p2p_peers_per_wave(16, 16, 2), 16);
+  // 128 ranks on 16 nodes: ceil(128 / 8) = 16 batches, per peer 1: 16 peers per wave (8 waves of 127).
+  EXPECT_EQ(nccl_p2p_peers_per_wave(128, 16, 2), 16);
+  // 4 nodes, 1 channel: p2pnChannels 1, per peer 2 x 1 > 1 halves to 1: 8.
+  EXPECT_EQ(nccl_p2p_peers_per_wave(4, 4, 1), 8);
+  // 3 channels: p2pnChannels pow2Up(3) = 4; 4 ranks, one batch: per peer 2 (2 x 1 <= 4): 4 / 2 x 8 = 16.
+  EXPECT_EQ(nccl_p2p_peers_per_wave(4, 4, 3), 16);
+  // One node: per peer min(p2pnChannels, 2): 2 channels -> 2 / 2 x 8 = 8.
+  EXPECT_EQ(nccl_p2p_peers_per_wave(8, 1, 2), 8);
+  EXPECT_THROW(nccl_p2p_peers_per_wave(4, 4, 0), ConfigError);
 }
 
 TEST_P(Collectives, NeighbourExchangeDeliversEachNeighboursData) {
@@ -555,6 +612,8 @@ TEST_P(Collectives, MetaBuffersRunEveryCollective) {
     const Buffer send = Buffer::meta(DType::kF32, 10 * static_cast<size_t>(t.size()));
     const Buffer recv = Buffer::meta(DType::kF32, 10 * static_cast<size_t>(t.size()));
     alltoall(t, send, recv, 28);
+    alltoall(t, send, recv, 30, AlltoallAlgo::kNccl);
+    grouped_alltoall(t, send, recv, 31, 1);
     EXPECT_TRUE(data.is_meta());
     EXPECT_EQ(data.view().data(), nullptr);
   });

@@ -110,6 +110,31 @@ TEST(SimulatedTime, AlltoallTakesPMinusOneSteps) {
   EXPECT_EQ(t.nanoseconds(), 4 * step_ns(1'250'000));
 }
 
+TEST(SimulatedTime, GroupedAlltoallSharesTheNicInsteadOfPayingALatencyPerPeer) {
+  // Four hosts on one switch, 1 GB/s and 10 us per NIC link (the device links as above, free): a
+  // message between hosts has L = 10 + 10 = 20 us. A 1 MB chunk per peer, c / B = 1 ms.
+  //   pairwise: 3 steps, each one flow per NIC link: 3 (L + c / B) = 3 x 1.020 ms = 3.060 ms.
+  //   grouped (NCCL's ncclSend / ncclRecv to every peer in one group): the 3 flows of every host
+  //     start at once; each NIC uplink carries its host's 3 and each downlink the 3 arriving, so
+  //     max-min gives every flow B / 3 and all end together: L + 3 c / B = 0.020 + 3 = 3.020 ms.
+  //   grouped in waves of 2 peers: L + 2 c / B, then L + c / B: 2.020 + 1.020 = 3.040 ms.
+  //   grouped in waves of 1 peer: the pairwise schedule again, 3.060 ms.
+  netsim::ClusterSpec spec = star(4);
+  spec.nic = {Bandwidth::gigabytes_per_second(1), Time::us(10)};
+  const size_t count = 4 * 1'000'000 / 4;
+  const Buffer send = Buffer::meta(DType::kF32, count);
+  const Buffer recv = Buffer::meta(DType::kF32, count);
+  auto time_of = [&](const std::function<void(Transport&)>& body) {
+    netsim::Simulation simulation(spec);
+    return simulation.run([&](RankContext& ctx) { body(ctx.transport()); }).nanoseconds();
+  };
+  EXPECT_EQ(time_of([&](Transport& t) { alltoall(t, send, recv, 1); }), 3'060'000);
+  EXPECT_EQ(time_of([&](Transport& t) { alltoall(t, send, recv, 1, AlltoallAlgo::kNccl); }), 3'020'000);
+  EXPECT_EQ(time_of([&](Transport& t) { grouped_alltoall(t, send, recv, 1); }), 3'020'000);
+  EXPECT_EQ(time_of([&](Transport& t) { grouped_alltoall(t, send, recv, 1, 2); }), 3'040'000);
+  EXPECT_EQ(time_of([&](Transport& t) { grouped_alltoall(t, send, recv, 1, 1); }), 3'060'000);
+}
+
 TEST(SimulatedTime, BinomialBroadcastTakesCeilLog2PSteps) {
   // P = 8, S = 2.5 MB: the root sends to 4, 2, 1 one after another; each step's senders and receivers
   // are disjoint: 3 steps of 2000 + 200'000 ns = 606'000 ns. P = 5: ceil(lg 5) = 3 steps as well.

@@ -155,27 +155,30 @@ TEST(MpiCollectives, BroadcastAndReduceFromEveryKindOfRoot) {
 
 TEST(MpiCollectives, AlltoallTransposesChunks) {
   // Chunk i of rank src's send holds src * 1000000 + i * 1000 + j (j: index within the chunk); it lands
-  // in chunk src of rank i's receive.
+  // in chunk src of rank i's receive. Pairwise, NCCL's grouped form, and grouped one peer per wave.
   on_groups([](Transport& t) {
     const int p = t.size();
-    for (size_t per_rank : {size_t{0}, size_t{1}, size_t{5}, size_t{300}}) {
-      const size_t count = per_rank * static_cast<size_t>(p);
-      Buffer send = Buffer::host(DType::kI32, count);
-      Buffer recv = Buffer::host(DType::kI32, count);
-      fill(recv, -1);
-      for (size_t k = 0; k < count; ++k)
-        send.as<int32_t>()[k] =
-            t.rank() * 1000000 + static_cast<int32_t>(k / per_rank * 1000 + k % per_rank);
-      collectives::alltoall(t, send, recv, 8);
-      EXPECT_EQ(first_mismatch(recv.as<int32_t>(),
-                               [&](size_t k) {
-                                 const auto src = static_cast<int32_t>(k / per_rank);
-                                 return src * 1000000 + t.rank() * 1000 +
-                                        static_cast<int32_t>(k % per_rank);
-                               }),
-                "")
-          << "P=" << p << " per rank " << per_rank;
-    }
+    for (int form = 0; form < 3; ++form)
+      for (size_t per_rank : {size_t{0}, size_t{1}, size_t{5}, size_t{300}}) {
+        const size_t count = per_rank * static_cast<size_t>(p);
+        Buffer send = Buffer::host(DType::kI32, count);
+        Buffer recv = Buffer::host(DType::kI32, count);
+        fill(recv, -1);
+        for (size_t k = 0; k < count; ++k)
+          send.as<int32_t>()[k] =
+              t.rank() * 1000000 + static_cast<int32_t>(k / per_rank * 1000 + k % per_rank);
+        if (form == 0) collectives::alltoall(t, send, recv, 8);
+        if (form == 1) collectives::alltoall(t, send, recv, 8, collectives::AlltoallAlgo::kNccl);
+        if (form == 2) collectives::grouped_alltoall(t, send, recv, 8, 1);
+        EXPECT_EQ(first_mismatch(recv.as<int32_t>(),
+                                 [&](size_t k) {
+                                   const auto src = static_cast<int32_t>(k / per_rank);
+                                   return src * 1000000 + t.rank() * 1000 +
+                                          static_cast<int32_t>(k % per_rank);
+                                 }),
+                  "")
+            << "P=" << p << " per rank " << per_rank << " form " << form;
+      }
   });
 }
 

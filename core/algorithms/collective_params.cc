@@ -1,0 +1,36 @@
+#include "core/algorithms/collective_params.h"
+
+#include <vector>
+
+namespace bagua {
+
+void add_intra_host_param(ParamSchema& schema, collectives::IntraHostAlgo def) {
+  std::vector<std::string> names;
+  for (collectives::IntraHostAlgo a :
+       {collectives::IntraHostAlgo::kAuto, collectives::IntraHostAlgo::kBinomial,
+        collectives::IntraHostAlgo::kChain, collectives::IntraHostAlgo::kNccl})
+    names.push_back(collectives::to_string(a));
+  schema.add_string("intra_host", collectives::to_string(def),
+                    "hierarchical only: how the intra-host reduce and broadcast run (auto: chain or "
+                    "binomial tree by size; nccl: NCCL's pipelined ncclReduce / ncclBroadcast)",
+                    names);
+}
+
+collectives::IntraHostOptions intra_host_options(const Params& params) {
+  collectives::IntraHostOptions options;
+  options.algo = collectives::parse_intra_host_algo(params.get_string("intra_host"));
+  return options;
+}
+
+void add_alltoall_param(ParamSchema& schema) {
+  schema.add_string("alltoall", collectives::to_string(collectives::AlltoallAlgo::kPairwise),
+                    "C_LP_S's alltoall: pairwise (P - 1 sendrecv steps) or nccl (Bagua's: NCCL's "
+                    "grouped send and receive to every peer at once)",
+                    collectives::alltoall_algo_names());
+}
+
+collectives::AlltoallAlgo alltoall_algo(const Params& params) {
+  return collectives::parse_alltoall_algo(params.get_string("alltoall"));
+}
+
+}  // namespace bagua

@@ -1,0 +1,29 @@
+// Collective choices inside an algorithm's parameters: how its hierarchical communicator runs the
+// intra-host phases, and how C_LP_S runs its alltoall.
+//
+//   intra_host  "auto" | "binomial" | "chain" | "nccl" (collectives::IntraHostAlgo): the intra-host
+//               reduce onto the host's leader and the broadcast back (Bagua's hierarchical_pre and
+//               hierarchical_post, ncclReduce and ncclBroadcast; "nccl" is NCCL's pipelined chain).
+//               Declared by every algorithm that has a hierarchical mode; unused when flat.
+//   alltoall    "pairwise" | "nccl" (collectives::AlltoallAlgo): C_LP_S's scatter. "nccl" is what
+//               Bagua's communicator runs, NCCL's grouped send and receive to every peer.
+// A value outside the choices is a ConfigError naming the parameter's JSON path (ParamSchema).
+#pragma once
+
+#include <string>
+
+#include "core/collectives/collectives.h"
+#include "core/params.h"
+
+namespace bagua {
+
+// Declares `intra_host` with default `def`.
+void add_intra_host_param(ParamSchema& schema, collectives::IntraHostAlgo def);
+// The communicator's intra-host options from params' `intra_host` (segment and channels NCCL's).
+collectives::IntraHostOptions intra_host_options(const Params& params);
+
+// Declares `alltoall`, default "pairwise".
+void add_alltoall_param(ParamSchema& schema);
+collectives::AlltoallAlgo alltoall_algo(const Params& params);
+
+}  // namespace bagua
