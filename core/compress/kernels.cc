@@ -744,7 +744,8 @@ inline F32x4 uniform4(U64x4 state) {
   return __builtin_convertvector(__builtin_convertvector(z >> 40, I32x4), F32x4) * 0x1p-24f;
 }
 
-// The codes of elements [begin, begin + len) of a chunk (levels_per_unit its s / norm), element e's
+// The codes of elements [begin, begin + len) of a chunk of prescale 1 (levels_per_unit its s / norm,
+// finite), element e's
 // draw being number e of the generator in state s0: reference::qsgd_encode's per-element arithmetic,
 // eight lanes at a time.
 [[gnu::always_inline]] inline void qsgd_codes_body(const float* x, size_t begin, size_t len,
@@ -768,7 +769,8 @@ inline F32x4 uniform4(U64x4 state) {
     store(codes + j, l | (negative << level_bits));
   }
   for (; j < len; ++j)
-    codes[j] = qsgd_code(x[begin + j], levels_per_unit, s, level_bits, qsgd_draw(s0, begin + j));
+    codes[j] =
+        qsgd_code(x[begin + j], {1.0f, levels_per_unit}, s, level_bits, qsgd_draw(s0, begin + j));
 }
 
 // The body for the baseline and AVX2 (target_clones); AVX-512 has its own (kernels_x86.h), whose
@@ -779,13 +781,20 @@ BAGUA_MULTIVERSION void qsgd_codes_generic(const float* x, size_t begin, size_t 
   qsgd_codes_body(x, begin, len, levels_per_unit, s, level_bits, s0, codes);
 }
 
-void qsgd_codes(const float* x, size_t begin, size_t len, float levels_per_unit, float s,
-                int level_bits, uint64_t s0, uint32_t* codes) {
+// The codes of elements [begin, begin + len) of a chunk of scale `scale`: eight or sixteen lanes at a
+// time where its prescale is 1, else (a chunk whose s / norm overflows, qsgd_code.h) one at a time.
+void qsgd_codes(const float* x, size_t begin, size_t len, QsgdScale scale, float s, int level_bits,
+                uint64_t s0, uint32_t* codes) {
+  if (scale.prescaled()) {
+    for (size_t j = 0; j < len; ++j)
+      codes[j] = qsgd_code(x[begin + j], scale, s, level_bits, qsgd_draw(s0, begin + j));
+    return;
+  }
 #if defined(BAGUA_X86_KERNELS)
   if (isa() == Isa::kAvx512)
-    return x86::qsgd_codes_avx512(x, begin, len, levels_per_unit, s, level_bits, s0, codes);
+    return x86::qsgd_codes_avx512(x, begin, len, scale.levels_per_unit, s, level_bits, s0, codes);
 #endif
-  qsgd_codes_generic(x, begin, len, levels_per_unit, s, level_bits, s0, codes);
+  qsgd_codes_generic(x, begin, len, scale.levels_per_unit, s, level_bits, s0, codes);
 }
 
 }  // namespace
@@ -835,7 +844,7 @@ void qsgd_encode(const float* x, size_t n, size_t chunk_size, uint32_t levels, u
     for (size_t e = tile; e < tile_end;) {
       const size_t i = e / chunks.chunk;
       const size_t end = std::min(tile_end, chunks.begin(i) + chunks.length(i));
-      qsgd_codes(x, e, end - e, qsgd_levels_per_unit(s, load_f32(y + 4 * i)), s, level_bits, s0,
+      qsgd_codes(x, e, end - e, qsgd_scale(s, load_f32(y + 4 * i)), s, level_bits, s0,
                  codes + (e - tile));
       e = end;
     }

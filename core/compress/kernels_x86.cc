@@ -599,9 +599,9 @@ namespace {
 //   - floor(r) by truncation to int32 (vcvttps2dq), and r - floor(r) by vreduceps (r - trunc(r), exact
 //     as the subtraction is). r <= s (1 + 2^-22) < 2^17 wherever levels_per_unit is finite (|x| is at
 //     most the chunk's norm), so the level floor(r) + 1 and min(level, s) are the same integers in
-//     int32 as in the reference's floats. Where levels_per_unit is infinite (a norm below
-//     s / FLT_MAX) r is +inf, whose uint32 cast in the reference is undefined: here floor is
-//     INT32_MIN and vreduceps gives 0, the code INT32_MIN | sign.
+//     int32 as in the reference's floats. levels_per_unit is always finite here: the lanes run chunks
+//     of prescale 1 only, and a chunk whose s / norm overflows (prescale 2^64, qsgd_code.h) is coded
+//     by qsgd_code one element at a time.
 //   - u < r - floor(r) as 2^24 u < 2^24 (r - floor(r)): 2^24 u is the draw's top 24 bits converted
 //     exactly, and scaling by 2^24 is exact.
 //   - the top 24 bits of a mix are the top 24 of its high 32 bits: the two mixes' high halves are
@@ -709,23 +709,26 @@ BAGUA_AVX512 inline uint8_t* store16(__m512i codes, size_t code_bits, uint64_t l
 // A chunk's codes x[0, len) packed from `stream`, which is where its first code starts (a byte
 // boundary), `lanes` started on it; returns where the next chunk's codes start. len is a multiple of 8
 // unless the chunk is the stream's last, whose partial byte is zero-padded. kCodeBits: as store16.
+// A chunk of prescale 2^64 (qsgd_code.h) has every code from qsgd_code, packed as the last elements.
 template <int kCodeBits>
-BAGUA_AVX512 inline uint8_t* encode_chunk(QsgdLanes& lanes, const float* x, size_t len,
-                                          float levels_per_unit, float s, int level_bits, uint64_t s0,
-                                          uint8_t* stream, const uint8_t* stream_end) {
+BAGUA_AVX512 inline uint8_t* encode_chunk(QsgdLanes& lanes, const float* x, size_t len, QsgdScale scale,
+                                          float s, int level_bits, uint64_t s0, uint8_t* stream,
+                                          const uint8_t* stream_end) {
   const int code_bits = level_bits + 1;
   const auto bytes = static_cast<size_t>(code_bits);
   const uint64_t low_bits = 0x0101010101010101ull * ((1u << code_bits) - 1u);
   size_t j = 0;
-  for (; j + 16 <= len; j += 16)
-    stream = store16<kCodeBits>(lanes.codes16(_mm512_loadu_ps(x + j)), bytes, low_bits,
-                                stream + 16 <= stream_end, stream, stream_end);
-  // The last elements (fewer than 16): whole blocks of 8 through a 64-bit word, then the stream's
-  // last codes through a bit writer.
+  if (!scale.prescaled()) {
+    for (; j + 16 <= len; j += 16)
+      stream = store16<kCodeBits>(lanes.codes16(_mm512_loadu_ps(x + j)), bytes, low_bits,
+                                  stream + 16 <= stream_end, stream, stream_end);
+  }
+  // The last elements (fewer than 16, or all of a prescaled chunk): whole blocks of 8 through a
+  // 64-bit word, then the stream's last codes through a bit writer.
   uint64_t pending = 0;
   int pending_bits = 0;
   for (size_t block = j; j < len; ++j) {
-    const uint32_t code = qsgd_code(x[j], levels_per_unit, s, level_bits, qsgd_draw(s0, j));
+    const uint32_t code = qsgd_code(x[j], scale, s, level_bits, qsgd_draw(s0, j));
     pending |= static_cast<uint64_t>(code) << pending_bits;
     pending_bits += code_bits;
     if (j + 1 == block + 8) {  // a whole block: 8 codes, `bytes` bytes
@@ -750,7 +753,8 @@ BAGUA_AVX512 void qsgd_codes_avx512(const float* x, size_t begin, size_t len, fl
   for (; j + 16 <= len; j += 16)
     _mm512_storeu_si512(codes + j, lanes.codes16(_mm512_loadu_ps(x + begin + j)));
   for (; j < len; ++j)
-    codes[j] = qsgd_code(x[begin + j], levels_per_unit, s, level_bits, qsgd_draw(s0, begin + j));
+    codes[j] =
+        qsgd_code(x[begin + j], {1.0f, levels_per_unit}, s, level_bits, qsgd_draw(s0, begin + j));
 }
 
 namespace {
@@ -775,14 +779,14 @@ BAGUA_AVX512 void encode_chunks(const float* x, size_t n, size_t chunk_size, uin
   float norm = chunks.count > 0 ? chunk_norm(x, chunks, 0) : 0.0f;
   for (size_t i = 0; i < chunks.count; ++i) {
     compress_detail::store_f32(y + 4 * i, norm);
-    const float levels_per_unit = qsgd_levels_per_unit(s, norm);
+    const QsgdScale scale = qsgd_scale(s, norm);
     // The next chunk's norm first: its sum, square roots and division then overlap this chunk's
     // codes instead of delaying the next chunk's.
     if (i + 1 < chunks.count) norm = chunk_norm(x, chunks, i + 1);
     const uint64_t chunk_s0 = s0 + chunks.begin(i) * kGolden;  // element j's draw: number j from here
-    lanes.start(levels_per_unit, chunk_s0);
-    stream = encode_chunk<kCodeBits>(lanes, x + chunks.begin(i), chunks.length(i), levels_per_unit, s,
-                                     level_bits, chunk_s0, stream, stream_end);
+    lanes.start(scale.levels_per_unit, chunk_s0);
+    stream = encode_chunk<kCodeBits>(lanes, x + chunks.begin(i), chunks.length(i), scale, s, level_bits,
+                                     chunk_s0, stream, stream_end);
   }
 }
 

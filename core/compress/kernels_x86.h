@@ -69,8 +69,8 @@ size_t topk_candidates_feedback_avx512(const float* x, float one, float* e, size
 // core/compress/qsgd_code.h:
 //   - the sum of x^2 in double over 64 lanes, each square exact (24-bit significands), so the fused
 //     multiply-add rounds as the product-then-add does (certified by qsgd_certified_norm).
-//   - the codes of elements [begin, begin + len) of a chunk (element e's draw is number e of the
-//     SplitMix64 generator in state s0), sixteen lanes at a time.
+//   - the codes of elements [begin, begin + len) of a chunk of prescale 1 (levels_per_unit finite;
+//     element e's draw is number e of the SplitMix64 generator in state s0), sixteen lanes at a time.
 //   - reference::qsgd_encode for codes of code_bits <= 8 bits, whose chunks (but the last) have a
 //     multiple of 8 elements, chunk by chunk (draw e of the generator in state s0 for element e): its
 //     norm (summed as above, certified by qsgd_certified_norm), then its codes while it is in

@@ -20,6 +20,20 @@
 //                             bit (t % 8) of byte 4 * chunks + t / 8. Bits past the last code are zero.
 //   encoded_bytes(n) = 4 * ceil(n / chunk) + ceil(n * b / 8); 0 for n = 0.
 // Non-finite inputs, or a chunk whose norm is zero or not finite, encode as level 0.
+//
+// Arithmetic (f32, as reference.cc computes it): levels_per_unit = s / norm, r = |x| levels_per_unit.
+// QSGD defines Q_s(v)_i = ||v|| sgn(v_i) xi_i with xi_i = l / s or (l + 1) / s, l = floor(|v_i| /
+// ||v|| s) (Alistarh et al., section 3.1; Q_s(0) = 0): r = |v_i| / ||v|| s lies in [0, s] for every
+// v != 0 however small, and Q_s(c v) = c Q_s(v) for c > 0. Where s / norm overflows f32 (norm below
+// s / FLT_MAX, about s 2^-128, so never above 2^-112), x and norm are both scaled by 2^64 first:
+// r = (|x| 2^64) (s / (norm 2^64)). Both scalings are exact (|x| <= norm < 2^-112, the f32 norm being
+// at least each |x| of its chunk as every rounding is monotone; norm >= 2^-149) and the quotient is
+// finite, so r is the value the first form gives with an unbounded exponent range: such a chunk is
+// quantized like its copy scaled by 2^64, neither dropped (all levels 0 would make E[x'] = 0, not x)
+// nor clamped (levels_per_unit = FLT_MAX would bias r down). Every other chunk's r is the first
+// form's, bit for bit. Decoding is x' = +-l f32(norm / s) for every norm; where norm / s is subnormal
+// (norm < s 2^-126) it is a multiple of 2^-149, so x' is within l 2^-150 (and its own rounding) of
+// +-l norm / s.
 #pragma once
 
 #include <cstdint>

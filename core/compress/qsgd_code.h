@@ -3,10 +3,12 @@
 // of one code, which the vector loops compute lane by lane and their scalar tails call. The reference
 // (reference.cc) keeps its own copy: it is what the kernels are tested against.
 //
-// Terms (qsgd.h): s the levels, w = level_bits, levels_per_unit = s / norm of the element's chunk (0
-// for a chunk whose norm is zero or not finite), r = |x| levels_per_unit, the draw u uniform in [0, 1)
-// on the grid of 2^-24; the level l = floor(r) + (u < r - floor(r) ? 1 : 0), at most s; the code l,
-// with the sign (1 = negative, for l != 0) in bit w.
+// Terms (qsgd.h): s the levels, w = level_bits; a chunk's scale: its prescale (1, or 2^64 where
+// s / norm overflows f32) and levels_per_unit = s / (norm prescale) (0 for a chunk whose norm is zero
+// or not finite); r = (|x| prescale) levels_per_unit, the draw u uniform in [0, 1) on the grid of
+// 2^-24; the level l = floor(r) + (u < r - floor(r) ? 1 : 0), at most s; the code l, with the sign
+// (1 = negative, for l != 0) in bit w. The vector loops run chunks of prescale 1 only (multiplying by
+// 1 is exact, so their r is |x| levels_per_unit); a chunk of prescale 2^64 is coded by qsgd_code.
 #pragma once
 
 #include <bit>
@@ -50,13 +52,27 @@ inline float qsgd_certified_norm(double sum, const float* x, size_t len) {
   return static_cast<float>(std::sqrt(squares));
 }
 
-inline float qsgd_levels_per_unit(float s, float norm) {
-  return norm > 0 && std::isfinite(norm) ? s / norm : 0.0f;
+// The prescale of a chunk whose s / norm overflows (qsgd.h): norm >= 2^-149 (the least positive
+// float) becomes at least 2^-85, so s / (norm 2^64) <= 65535 2^85 is finite; |x| <= norm < s / FLT_MAX
+// <= 2^-112 becomes below 2^-48. Both products are exact.
+constexpr float kQsgdTinyPrescale = 0x1p64f;
+
+struct QsgdScale {
+  float prescale;         // 1, or kQsgdTinyPrescale
+  float levels_per_unit;  // s / (norm prescale), finite; 0 for a zero or non-finite norm
+  bool prescaled() const { return prescale != 1.0f; }
+};
+
+inline QsgdScale qsgd_scale(float s, float norm) {
+  if (!(norm > 0 && std::isfinite(norm))) return {1.0f, 0.0f};
+  const float levels_per_unit = s / norm;
+  if (std::isfinite(levels_per_unit)) return {1.0f, levels_per_unit};
+  return {kQsgdTinyPrescale, s / (norm * kQsgdTinyPrescale)};
 }
 
 // The code of an element x with draw u (reference::qsgd_encode's loop body).
-inline uint32_t qsgd_code(float x, float levels_per_unit, float s, int level_bits, float u) {
-  float r = std::fabs(x) * levels_per_unit;
+inline uint32_t qsgd_code(float x, QsgdScale scale, float s, int level_bits, float u) {
+  float r = (std::fabs(x) * scale.prescale) * scale.levels_per_unit;
   if (!(r >= 0.0f)) r = 0.0f;                                         // NaN (a non-finite input)
   const auto floor_r = static_cast<float>(static_cast<uint32_t>(r));  // r >= 0: truncation is floor
   float level = floor_r + (u < r - floor_r ? 1.0f : 0.0f);

@@ -228,10 +228,16 @@ void qsgd_encode(const float* x, size_t n, size_t chunk_size, uint32_t levels, u
       squares += static_cast<double>(chunk[j]) * chunk[j];
     const auto norm = static_cast<float>(std::sqrt(squares));
     store_f32(y + 4 * i, norm);
-    const float levels_per_unit = norm > 0 && std::isfinite(norm) ? s / norm : 0.0f;
+    // qsgd.h's arithmetic: where s / norm overflows, x and norm scaled by 2^64 (exactly) first.
+    float prescale = 1.0f;
+    float levels_per_unit = norm > 0 && std::isfinite(norm) ? s / norm : 0.0f;
+    if (!std::isfinite(levels_per_unit)) {
+      prescale = 0x1p64f;
+      levels_per_unit = s / (norm * prescale);
+    }
 
     for (size_t j = 0; j < len; ++j) {
-      float r = std::fabs(chunk[j]) * levels_per_unit;
+      float r = (std::fabs(chunk[j]) * prescale) * levels_per_unit;
       if (!(r >= 0.0f)) r = 0.0f;                                         // NaN (a non-finite input)
       const auto floor_r = static_cast<float>(static_cast<uint32_t>(r));  // r >= 0: truncation is floor
       const float u = rng.uniform();

@@ -24,6 +24,7 @@
 #include "core/compress/reference.h"
 #include "core/compress/sign.h"
 #include "core/compress/topk.h"
+#include "tests/core/compress/compress_test_util.h"
 
 namespace bagua {
 namespace {
@@ -468,6 +469,50 @@ TEST(CompressKernels, QsgdMatchesTheReference) {
                 },
                 what);
             const auto encoded = random_bytes(bytes, static_cast<uint32_t>(n + levels));
+            expect_same_decoding(
+                encoded, n,
+                [&](const uint8_t* in, float* out) { fast::qsgd_decode(in, n, chunk, levels, out); },
+                [&](const uint8_t* in, float* out) { ref::qsgd_decode(in, n, chunk, levels, out); },
+                what + " decode");
+          }
+        }
+      }
+    }
+  });
+}
+
+// Chunks whose s / norm overflows f32 (qsgd.h: quantized on x and norm scaled by 2^64): subnormal
+// elements, a lone FLT_MIN-sized element, norms within two ulps of the overflow boundary, many small
+// elements. Every ISA level's encoding is the reference's, at every code width (2, 4, 5, 8, 9 and 17
+// bits: the 4- and 8-bit AVX-512 packings, bit extracts, the bit writer), with chunks that take the
+// vector loops and the chunk-by-chunk AVX-512 encoder (16, 512, one chunk) and those that do not (1,
+// 5); the decodings of those encodings too.
+TEST(CompressKernels, QsgdTinyNormsMatchTheReference) {
+  for_each_isa([&] {
+    for (testing::TinyNorm kind : testing::kTinyNorms) {
+      for (size_t n : {size_t{1}, size_t{7}, size_t{16}, size_t{17}, size_t{33}, size_t{100},
+                       size_t{513}, size_t{4099}}) {
+        for (uint32_t levels : {1u, 7u, 15u, 127u, 255u, 65535u}) {
+          for (size_t chunk : {size_t{0}, size_t{1}, size_t{5}, size_t{16}, size_t{512}}) {
+            const std::string what = "qsgd " + testing::to_string(kind) + " n=" + std::to_string(n) +
+                                     " levels=" + std::to_string(levels) +
+                                     " chunk=" + std::to_string(chunk);
+            const auto x = testing::tiny_norm_values(kind, n, chunk, levels,
+                                                     static_cast<uint32_t>(n * 7 + levels + chunk));
+            const QsgdCompressor c(levels, chunk, 0);
+            const auto bytes = static_cast<size_t>(c.encoded_bytes(n).count());
+            const uint64_t seed = 5, step = levels;
+            expect_same_encoding(
+                x, bytes,
+                [&](const float* in, uint8_t* out) {
+                  fast::qsgd_encode(in, n, chunk, levels, seed, step, out);
+                },
+                [&](const float* in, uint8_t* out) {
+                  ref::qsgd_encode(in, n, chunk, levels, seed, step, out);
+                },
+                what);
+            std::vector<uint8_t> encoded(bytes);
+            ref::qsgd_encode(x.data(), n, chunk, levels, seed, step, encoded.data());
             expect_same_decoding(
                 encoded, n,
                 [&](const uint8_t* in, float* out) { fast::qsgd_decode(in, n, chunk, levels, out); },
