@@ -1,5 +1,6 @@
 // All-to-all personalized exchange: pairwise exchange, and the grouped form NCCL runs.
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -22,12 +23,8 @@ constexpr int kNcclP2pPerBatch = 8;
 // NIC count and bandwidth may raise it (not modelled: one NIC per host here).
 constexpr int kNcclChannelsPerNetPeer = 2;
 
-int pow2_up(int n) {
-  int p = 1;
-  while (p < n)
-    p *= 2;
-  return p;
-}
+// NCCL's pow2Up: the least power of two >= n (n >= 1).
+int pow2_up(int n) { return static_cast<int>(std::bit_ceil(static_cast<unsigned>(n))); }
 
 // The checks every alltoall makes; returns false when there is nothing to move.
 bool check_buffers(const char* who, const BufferView& send, const BufferView& recv, int ranks,
