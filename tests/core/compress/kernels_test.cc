@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -446,6 +447,30 @@ TEST(CompressKernels, TopKWhoseSampleMisleadsStillMatches) {
   });
 }
 
+// One QSGD case at the level in use: the kernel encodes x as the reference does (at `seed`, `step`),
+// and decodes as the reference does the random bytes of `random_seed` where given, else the
+// reference's encoding of x.
+void expect_qsgd_matches(const std::vector<float>& x, size_t chunk, uint32_t levels, uint64_t seed,
+                         uint64_t step, std::optional<uint32_t> random_seed, const std::string& what) {
+  const size_t n = x.size();
+  const QsgdCompressor c(levels, chunk, 0);
+  const auto bytes = static_cast<size_t>(c.encoded_bytes(n).count());
+  expect_same_encoding(
+      x, bytes,
+      [&](const float* in, uint8_t* out) { fast::qsgd_encode(in, n, chunk, levels, seed, step, out); },
+      [&](const float* in, uint8_t* out) { ref::qsgd_encode(in, n, chunk, levels, seed, step, out); },
+      what);
+  std::vector<uint8_t> encoded(bytes);
+  if (random_seed)
+    encoded = random_bytes(bytes, *random_seed);
+  else
+    ref::qsgd_encode(x.data(), n, chunk, levels, seed, step, encoded.data());
+  expect_same_decoding(
+      encoded, n, [&](const uint8_t* in, float* out) { fast::qsgd_decode(in, n, chunk, levels, out); },
+      [&](const uint8_t* in, float* out) { ref::qsgd_decode(in, n, chunk, levels, out); },
+      what + " decode");
+}
+
 TEST(CompressKernels, QsgdMatchesTheReference) {
   for_each_isa([&] {
     for (Kind kind : kKinds) {
@@ -456,24 +481,7 @@ TEST(CompressKernels, QsgdMatchesTheReference) {
                                      " levels=" + std::to_string(levels) +
                                      " chunk=" + std::to_string(chunk);
             const auto x = make(kind, n, static_cast<uint32_t>(n * 3 + levels));
-            const QsgdCompressor c(levels, chunk, 0);
-            const auto bytes = static_cast<size_t>(c.encoded_bytes(n).count());
-            const uint64_t seed = 42, step = n;
-            expect_same_encoding(
-                x, bytes,
-                [&](const float* in, uint8_t* out) {
-                  fast::qsgd_encode(in, n, chunk, levels, seed, step, out);
-                },
-                [&](const float* in, uint8_t* out) {
-                  ref::qsgd_encode(in, n, chunk, levels, seed, step, out);
-                },
-                what);
-            const auto encoded = random_bytes(bytes, static_cast<uint32_t>(n + levels));
-            expect_same_decoding(
-                encoded, n,
-                [&](const uint8_t* in, float* out) { fast::qsgd_decode(in, n, chunk, levels, out); },
-                [&](const uint8_t* in, float* out) { ref::qsgd_decode(in, n, chunk, levels, out); },
-                what + " decode");
+            expect_qsgd_matches(x, chunk, levels, 42, n, static_cast<uint32_t>(n + levels), what);
           }
         }
       }
@@ -499,25 +507,7 @@ TEST(CompressKernels, QsgdTinyNormsMatchTheReference) {
                                      " chunk=" + std::to_string(chunk);
             const auto x = testing::tiny_norm_values(kind, n, chunk, levels,
                                                      static_cast<uint32_t>(n * 7 + levels + chunk));
-            const QsgdCompressor c(levels, chunk, 0);
-            const auto bytes = static_cast<size_t>(c.encoded_bytes(n).count());
-            const uint64_t seed = 5, step = levels;
-            expect_same_encoding(
-                x, bytes,
-                [&](const float* in, uint8_t* out) {
-                  fast::qsgd_encode(in, n, chunk, levels, seed, step, out);
-                },
-                [&](const float* in, uint8_t* out) {
-                  ref::qsgd_encode(in, n, chunk, levels, seed, step, out);
-                },
-                what);
-            std::vector<uint8_t> encoded(bytes);
-            ref::qsgd_encode(x.data(), n, chunk, levels, seed, step, encoded.data());
-            expect_same_decoding(
-                encoded, n,
-                [&](const uint8_t* in, float* out) { fast::qsgd_decode(in, n, chunk, levels, out); },
-                [&](const uint8_t* in, float* out) { ref::qsgd_decode(in, n, chunk, levels, out); },
-                what + " decode");
+            expect_qsgd_matches(x, chunk, levels, 5, levels, std::nullopt, what);
           }
         }
       }
