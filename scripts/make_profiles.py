@@ -157,7 +157,8 @@ MEASURED = {
         "citation": MEGATRON},
 }
 PROXY = {"vgg16": "resnet50", "resnet50": "resnet50", "bert_large_squad": "bert_large_squad",
-         "bert_base_squad": "bert_large_squad", "gpt2_xl": "bert_large_squad"}
+         "bert_base_squad": "bert_large_squad", "gpt2_xl": "bert_large_squad",
+         "transformer_aishell2": "bert_large_squad"}
 
 class Layer:
     def __init__(self, name, params, fwd_flops, shape):
@@ -346,6 +347,85 @@ def gpt2_xl(batch):
     return layers
 
 
+# The speech Transformer of the BAGUA paper's speech task (Transformer on AISHELL-2; the benchmark page:
+# "Transformer on AISHELL-2 with 64 GPUs; batch size per GPU is 32"). Neither the paper nor Bagua's
+# examples give its architecture; this is WeNet's AISHELL-2 recipe, the joint CTC / attention
+# Transformer that examples/aishell2/s0/run.sh trains by default (train_config=
+# conf/train_unified_transformer.yaml, wenet-e2e/wenet): encoder 12 blocks, decoder 6 blocks, output_size
+# (d_model) 256, 4 attention heads, linear_units 2048, input_layer conv2d, normalize_before, 80 mel bins
+# (fbank_conf.num_mel_bins), CTC weight 0.3; every tensor as wenet/models/transformer/ builds it
+# (subsampling.py Conv2dSubsampling4, encoder_layer.py, decoder_layer.py, attention.py,
+# positionwise_feed_forward.py, ctc.py; sinusoidal positions and the global CMVN are buffers, not
+# parameters). The vocabulary: WeNet's AISHELL-2 character table, test/resources/aishell2.words.txt,
+# 5235 symbols (<blank>, <unk>, 5232 characters, <sos/eos>); its CTC layer, decoder embedding and
+# output layer are each that wide.
+AISHELL2_VOCAB = 5235
+AISHELL2_MEL_BINS = 80
+# Lengths per utterance, for the FLOPs only (parameters do not depend on them). Kaldi's egs/aishell2
+# README: "1000 hours of speech data (around 1 million utterances)": 3.6 s on average, i.e. 358 frames
+# of WeNet's fbank (frame_length 25 ms, frame_shift 10 ms: 1 + (3600 - 25) // 10). Characters per
+# utterance: no source found states AISHELL-2's mean transcript length; 14 is an assumption (3.6 s of
+# read Mandarin at about 4 characters a second), and the decoder reads them after <sos>: 15 positions.
+AISHELL2_FRAMES = 1 + (3600 - 25) // 10
+AISHELL2_CHARS = 14
+
+
+def transformer_aishell2(batch):
+    """WeNet's AISHELL-2 Transformer (above) at `batch` utterances of the mean length. Profile layers in
+    the order of the forward pass (wenet/models/transformer/asr_model.py: encoder, CTC branch, attention
+    decoder): the convolutional subsampling, per encoder block its self-attention (Q, K, V, output
+    projections and norm1) and feed-forward (w_1, w_2, norm2), the encoder's final layer norm, the CTC
+    projection, the decoder's embedding, per decoder block its self-attention, source attention and
+    feed-forward (each with its layer norm), and the decoder's final norm with the output layer."""
+    d, heads, units, enc_blocks, dec_blocks = 256, 4, 2048, 12, 6
+    vocab, mel = AISHELL2_VOCAB, AISHELL2_MEL_BINS
+    assert d % heads == 0
+    # Conv2dSubsampling4: two 3x3 convolutions of stride 2 over (time, mel), then a linear layer.
+    t1, f1 = (AISHELL2_FRAMES - 3) // 2 + 1, (mel - 3) // 2 + 1
+    t2, f2 = (t1 - 3) // 2 + 1, (f1 - 3) // 2 + 1
+    assert f2 == ((mel - 1) // 2 - 1) // 2  # the width subsampling.py gives its linear layer
+    enc_tokens = batch * t2
+    positions = AISHELL2_CHARS + 1
+    dec_tokens = batch * positions
+    ln = 2 * d
+    attn_params = 4 * (d * d + d) + ln
+    ffn_params = d * units + units + units * d + d + ln
+    embed_params = (d * 1 * 3 * 3 + d) + (d * d * 3 * 3 + d) + (d * f2 * d + d)
+    embed_flops = (2 * batch * t1 * f1 * d * 1 * 9 + 2 * batch * t2 * f2 * d * d * 9
+                   + 2 * enc_tokens * d * f2 * d)
+    layers = [Layer("encoder.embed", embed_params, embed_flops,
+                    f"conv {d}x1x3x3 + bias {d}, conv {d}x{d}x3x3 + bias {d}, linear {d}x{d * f2} + bias "
+                    f"{d} ({mel} mel bins, {AISHELL2_FRAMES} frames -> {t2})")]
+
+    def self_attention(tokens, length):
+        # Q, K, V projections, scores Q K^T and their weighting of V (2 x length x d per token), output.
+        return 2 * tokens * d * 3 * d + 2 * 2 * batch * length * length * d + 2 * tokens * d * d
+
+    attn_shape = f"linear_q, linear_k, linear_v, linear_out 4x({d}x{d} + bias {d}) + layernorm 2x{d}"
+    ffn_shape = f"w_1 {units}x{d} + bias {units}, w_2 {d}x{units} + bias {d}, layernorm 2x{d}"
+    for i in range(enc_blocks):
+        layers.append(Layer(f"encoder{i}.self_attn", attn_params, self_attention(enc_tokens, t2), attn_shape))
+        layers.append(Layer(f"encoder{i}.ffn", ffn_params, 2 * 2 * enc_tokens * d * units, ffn_shape))
+    # A layer norm: ~5 operations per element (mean, variance, normalize, scale, shift).
+    layers.append(Layer("encoder.after_norm", ln, 5 * enc_tokens * d, f"layernorm 2x{d}"))
+    layers.append(Layer("ctc", d * vocab + vocab, 2 * enc_tokens * d * vocab,
+                        f"ctc_lo linear {vocab}x{d} + bias {vocab}"))
+    # Embedding lookup, scaled by sqrt(d) and added to the sinusoidal position: 2 operations per element.
+    layers.append(Layer("decoder.embed", vocab * d, 2 * dec_tokens * d, f"embedding {vocab}x{d}"))
+    for i in range(dec_blocks):
+        layers.append(Layer(f"decoder{i}.self_attn", attn_params, self_attention(dec_tokens, positions),
+                            attn_shape))
+        # Q from the decoder's positions, K and V from the encoder's frames, scores and weighting
+        # (2 x frames x d per position), output projection.
+        src_flops = (2 * dec_tokens * d * d + 2 * 2 * enc_tokens * d * d + 2 * 2 * batch * positions * t2 * d
+                     + 2 * dec_tokens * d * d)
+        layers.append(Layer(f"decoder{i}.src_attn", attn_params, src_flops, attn_shape))
+        layers.append(Layer(f"decoder{i}.ffn", ffn_params, 2 * 2 * dec_tokens * d * units, ffn_shape))
+    layers.append(Layer("decoder.output", ln + d * vocab + vocab, 5 * dec_tokens * d + 2 * dec_tokens * d * vocab,
+                        f"after_norm layernorm 2x{d}, output_layer linear {vocab}x{d} + bias {vocab}"))
+    return layers
+
+
 # The networks: how to build each at a batch size, its description, the batch of its derived profiles,
 # its published parameter total, and its other citations.
 NETWORKS = {
@@ -383,6 +463,24 @@ NETWORKS = {
         "sources": {"architecture": "Devlin et al. 2019, arXiv:1810.04805; HuggingFace "
                                     "BertForQuestionAnswering (no pooler, 768x2 span head)",
                     "paper": "Gan et al., BAGUA, arXiv:2107.01499 Sec. 5 (BERT-BASE among its tasks)"}},
+    "transformer_aishell2": {
+        "layers": transformer_aishell2, "batch": 32,
+        "description": "Speech Transformer (joint CTC / attention) on AISHELL-2, WeNet's AISHELL-2 recipe: 12 "
+                       "encoder and 6 decoder blocks, d_model 256, 80 mel bins, 5235 characters",
+        "published": 31123430,
+        "published_source": "no published total for this recipe: the count of every tensor of WeNet's model "
+                            "built from examples/aishell2/s0/conf/train_unified_transformer.yaml with the "
+                            "5235-symbol table (checked independently in tests/core/models/profile_test.cc)",
+        "sources": {"architecture": "wenet-e2e/wenet examples/aishell2/s0/conf/train_unified_transformer.yaml "
+                                    "(run.sh's default train_config) and wenet/models/transformer/",
+                    "vocabulary": "wenet-e2e/wenet test/resources/aishell2.words.txt: 5235 symbols",
+                    "lengths": f"{AISHELL2_FRAMES} fbank frames (3.6 s: Kaldi egs/aishell2 README, 1000 hours "
+                               f"in around 1 million utterances; 25 ms windows every 10 ms) and "
+                               f"{AISHELL2_CHARS} characters per utterance (an assumption: no source found "
+                               f"states the mean transcript length)",
+                    "paper": "BAGUA benchmark page (tutorials.baguasys.com/benchmark): Transformer on AISHELL-2, "
+                             "batch size per GPU 32; Gan et al., BAGUA, arXiv:2107.01499 Sec. 5 (its speech "
+                             "task; the architecture is not given there)"}},
     "gpt2_xl": {
         "layers": gpt2_xl, "batch": 8,
         "description": "GPT-2 XL (1.5B), decoder-only language model, context 1024, HuggingFace gpt2-xl layout",
@@ -395,15 +493,6 @@ NETWORKS = {
                                     "config (n_head 25, vocab_size 50257, n_positions 1024)",
                     "paper": "a model of today, not part of the BAGUA evaluation"}},
 }
-# Not here: the BAGUA paper's speech Transformer on AISHELL-2 (arXiv:2107.01499, Sec. 5). Neither the
-# paper nor BaguaSys/bagua's examples give its architecture. The nearest citable one, ESPnet's AISHELL-2
-# recipe (egs/aishell2/asr1/conf/tuning/train_pytorch_transformer.yaml, the recipe's conf/train.yaml:
-# 12 encoder and 6 decoder layers, adim 256, 4 heads, 2048 units, conv2d input over 80 fbank + 3 pitch,
-# CTC weight 0.3), cannot be counted per tensor exactly either: its decoder embedding, output layer and
-# CTC layer are as wide as the recipe's character list, which run.sh (stage 2) builds from the distinct
-# characters of the licensed AISHELL-2 training transcripts, and whose size no source found states.
-# The profile waits for that count (or the paper's model).
-
 # The profiles written: every network on every device in both precisions of the device.
 FILES = [(n, d, p) for n in NETWORKS for d in DEVICES for p in DEVICES[d]["peak"]]
 PAPER_FILES = {("vgg16", "v100", "mixed"): "vgg16.json", ("resnet50", "v100", "mixed"): "resnet50.json",

@@ -152,6 +152,34 @@ constexpr size_t kGpt2XlParams = [] {
 // HuggingFace's GPT2LMHeadModel.from_pretrained("gpt2-xl").num_parameters(): 1,557,611,200.
 static_assert(kGpt2XlParams == 1557611200);
 
+// The speech Transformer of WeNet's AISHELL-2 recipe (examples/aishell2/s0/conf/
+// train_unified_transformer.yaml: 12 encoder and 6 decoder blocks, d = 256, feed-forward 2048, conv2d
+// input over 80 mel bins; the 5235-symbol character table test/resources/aishell2.words.txt), every
+// tensor of wenet/models/transformer/, counted here independently of the generator script:
+//   subsampling  conv 1 -> d 3x3 (9d + d), conv d -> d 3x3 (9 d^2 + d), linear d x 19 -> d, where
+//                19 = ((80 - 1) / 2 - 1) / 2 mel bins are left after two stride-2 convolutions;
+//   encoder      per block self-attention 4 (d^2 + d), feed-forward 2 (d x 2048) + 2048 + d, two
+//                layer norms 2 (2d); a final layer norm 2d;
+//   CTC          linear d -> V (d V + V);
+//   decoder      embedding V d; per block self- and source attention 2 x 4 (d^2 + d), feed-forward,
+//                three layer norms; a final layer norm 2d and the output layer d V + V.
+// By hand: subsampling 2,560 + 590,080 + 1,245,440 = 1,838,080; an encoder block 263,168 + 1,050,880 +
+// 1,024 = 1,315,072 (x 12 = 15,780,864); a decoder block 526,336 + 1,050,880 + 1,536 = 1,578,752 (x 6 =
+// 9,472,512); CTC and output layer 1,345,395 each; embedding 1,340,160; two final norms 1,024:
+// 31,123,430.
+constexpr size_t kTransformerAishell2Params = [] {
+  const size_t d = 256, units = 2048, vocab = 5235, mel = 80, encoder = 12, decoder = 6;
+  const size_t f = ((mel - 1) / 2 - 1) / 2;
+  const size_t subsampling = (9 * d + d) + (9 * d * d + d) + (d * f * d + d);
+  const size_t attention = 4 * (d * d + d), ffn = d * units + units + units * d + d, norm = 2 * d;
+  const size_t encoder_block = attention + ffn + 2 * norm;
+  const size_t decoder_block = 2 * attention + ffn + 3 * norm;
+  const size_t projection = d * vocab + vocab;
+  return subsampling + encoder * encoder_block + norm + projection + vocab * d +
+         decoder * decoder_block + norm + projection;
+}();
+static_assert(kTransformerAishell2Params == 31123430);
+
 struct PublishedTotal {
   const char* network;   // file name prefix in configs/workloads
   size_t params;         // published total
@@ -170,6 +198,8 @@ const PublishedTotal kPublished[] = {
     {"bert_large_squad", 340000000, 0.02, 0.0, kBertLargeSquadParams},
     {"bert_base_squad", 110000000, 0.02, 0.0, kBertBaseSquadParams},
     {"gpt2_xl", 1557611200, 0.0, 0.0, kGpt2XlParams},
+    // No published total: the file's stated total is the architecture's count, checked against it.
+    {"transformer_aishell2", kTransformerAishell2Params, 0.0, 0.0, kTransformerAishell2Params},
 };
 
 // Every shipped profile file: one per (network, device, precision), the paper's (V100, mixed) under the
