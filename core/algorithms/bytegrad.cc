@@ -14,6 +14,7 @@ ParamSchema Bytegrad::schema(const CompressorRegistry& compressors) {
              "intra-host reduce, C_LP_S among host leaders, intra-host broadcast");
   add_intra_host_param(s, collectives::IntraHostAlgo::kAuto);
   add_alltoall_param(s);
+  add_allgather_param(s);
   s.add_bool("average", true, "average the gradients (false: sum them)");
   add_compressor_params(s, compressors, CompressorChoice{"minmax_uint8", {}, true, false});
   return s;
@@ -23,6 +24,7 @@ Bytegrad::Bytegrad(const Params& params, const AlgorithmDeps& deps)
     : hierarchical_(params.get_bool("hierarchical")),
       intra_host_(intra_host_options(params)),
       alltoall_(alltoall_algo(params)),
+      allgather_(allgather_algo(params)),
       average_(params.get_bool("average")),
       factory_(make_compressor_factory(deps.compressors, params, params.get_bool("error_feedback"))) {}
 
@@ -32,7 +34,7 @@ void Bytegrad::init(TrainState& s) {
   for (const Bucket& b : s.buckets)
     primitives_.push_back(std::make_unique<CentralizedLowPrecision>(
         s.ctx, *communicator_, s.grads_of(b),
-        CentralizedLowPrecisionOptions{factory_, average_, alltoall_}));
+        CentralizedLowPrecisionOptions{factory_, average_, alltoall_, allgather_}));
 }
 
 void Bytegrad::on_bucket_ready(TrainState& s, const Bucket& b) {

@@ -30,6 +30,7 @@ class Bytegrad final : public Algorithm {
   bool hierarchical_;
   collectives::IntraHostOptions intra_host_;  // `intra_host`
   collectives::AlltoallAlgo alltoall_;        // `alltoall`
+  collectives::AllgatherAlgo allgather_;      // `allgather`
   bool average_;
   CompressorFactory factory_;
   std::unique_ptr<Communicator> communicator_;

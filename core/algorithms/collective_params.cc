@@ -33,4 +33,15 @@ collectives::AlltoallAlgo alltoall_algo(const Params& params) {
   return collectives::parse_alltoall_algo(params.get_string("alltoall"));
 }
 
+void add_allgather_param(ParamSchema& schema) {
+  schema.add_string("allgather", collectives::to_string(collectives::AllgatherAlgo::kRing),
+                    "C_LP_S's allgather: ring (P - 1 bulk-synchronous sendrecv steps) or nccl "
+                    "(Bagua's: ncclAllGather, NCCL's pipelined ring on its tuner's channels)",
+                    collectives::allgather_algo_names());
+}
+
+collectives::AllgatherAlgo allgather_algo(const Params& params) {
+  return collectives::parse_allgather_algo(params.get_string("allgather"));
+}
+
 }  // namespace bagua

@@ -1,5 +1,5 @@
 // Collective choices inside an algorithm's parameters: how its hierarchical communicator runs the
-// intra-host phases, and how C_LP_S runs its alltoall.
+// intra-host phases, and how C_LP_S runs its alltoall and its allgather.
 //
 //   intra_host  "auto" | "binomial" | "chain" | "nccl" (collectives::IntraHostAlgo): the intra-host
 //               reduce onto the host's leader and the broadcast back (Bagua's hierarchical_pre and
@@ -7,6 +7,9 @@
 //               Declared by every algorithm that has a hierarchical mode; unused when flat.
 //   alltoall    "pairwise" | "nccl" (collectives::AlltoallAlgo): C_LP_S's scatter. "nccl" is what
 //               Bagua's communicator runs, NCCL's grouped send and receive to every peer.
+//   allgather   "ring" | "nccl" (collectives::AllgatherAlgo): C_LP_S's gather. "nccl" is what Bagua's
+//               communicator runs (allgather_inplace -> Al::Allgather<Al::NCCLBackend> ->
+//               ncclAllGather): NCCL's pipelined ring on the channels its tuner picks.
 // A value outside the choices is a ConfigError naming the parameter's JSON path (ParamSchema).
 #pragma once
 
@@ -25,5 +28,9 @@ collectives::IntraHostOptions intra_host_options(const Params& params);
 // Declares `alltoall`, default "pairwise".
 void add_alltoall_param(ParamSchema& schema);
 collectives::AlltoallAlgo alltoall_algo(const Params& params);
+
+// Declares `allgather`, default "ring".
+void add_allgather_param(ParamSchema& schema);
+collectives::AllgatherAlgo allgather_algo(const Params& params);
 
 }  // namespace bagua

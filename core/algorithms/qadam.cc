@@ -28,6 +28,7 @@ ParamSchema QAdam::schema(const CompressorRegistry& compressors) {
              "compressed phase: intra-host reduce, C_LP_S among host leaders, broadcast");
   add_intra_host_param(s, collectives::IntraHostAlgo::kAuto);
   add_alltoall_param(s);
+  add_allgather_param(s);
   add_compressor_params(
       s, compressors,
       CompressorChoice{"minmax_uint8",
@@ -46,7 +47,8 @@ QAdam::QAdam(const Params& params, const AlgorithmDeps& deps)
       eps_(params.get_double("eps")),
       hierarchical_(params.get_bool("hierarchical")),
       intra_host_(intra_host_options(params)),
-      alltoall_(alltoall_algo(params)) {
+      alltoall_(alltoall_algo(params)),
+      allgather_(allgather_algo(params)) {
   if (beta1_ >= 1.0 || beta2_ >= 1.0)
     throw ConfigError("qadam: beta1 and beta2 must be below 1, got " + std::to_string(beta1_) +
                       " and " + std::to_string(beta2_));
@@ -72,7 +74,7 @@ void QAdam::init(TrainState& s) {
   for (const Bucket& b : s.buckets)
     low_precision_.push_back(std::make_unique<CentralizedLowPrecision>(
         s.ctx, *communicator_, m_.view().slice(b.offset, b.count),
-        CentralizedLowPrecisionOptions{factory_, /*average=*/true, alltoall_}));
+        CentralizedLowPrecisionOptions{factory_, /*average=*/true, alltoall_, allgather_}));
 }
 
 void QAdam::on_bucket_ready(TrainState& s, const Bucket& b) {

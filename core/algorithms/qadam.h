@@ -62,6 +62,7 @@ class QAdam final : public Algorithm {
   bool hierarchical_;
   collectives::IntraHostOptions intra_host_;  // `intra_host`
   collectives::AlltoallAlgo alltoall_;        // `alltoall`
+  collectives::AllgatherAlgo allgather_;      // `allgather`
   CompressorFactory factory_;
   Buffer m_;
   Buffer v_;

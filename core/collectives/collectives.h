@@ -42,6 +42,7 @@
 //   neighbour_exchange, P = 2                 1                            S
 //   NCCL's algorithms (core/collectives/nccl.h), C channels, n slices per channel chunk:
 //   reduce_scatter / allgather, pipelined     (P-1) n C                    (P-1) S/P
+//     (allgather "nccl": the pipelined allgather on the channels NCCL's tuner gives S)
 //   allreduce, pipelined ring                 2(P-1) n C                   2(P-1) S/P
 //   broadcast / reduce, pipelined chain       P + n C - 2                  S
 //   allreduce, double binary tree, h hops     >= 2h + n - 1                (links in both trees) S/2
@@ -178,8 +179,21 @@ void recursive_doubling_allreduce(Transport& transport, const BufferView& data, 
 // chunks are left holding partial reductions (scratch).
 void reduce_scatter(Transport& transport, const BufferView& data, ReduceOp op, Tag tag);
 
-// Ring. Rank r contributes chunk r of its data; afterwards every rank holds every rank's chunk.
-void allgather(Transport& transport, const BufferView& data, Tag tag);
+// How an allgather moves its chunks.
+//   kRing  the bulk-synchronous ring (ring.cc): P - 1 sendrecv steps, each waiting for the one before,
+//          each paying the slowest hop's latency
+//   kNccl  what ncclAllGather runs (nccl_allgather, core/collectives/nccl.h): NCCL's pipelined ring,
+//          in slices with credit slots, on the channels its tuner gives the gathered size
+enum class AllgatherAlgo : uint8_t { kRing, kNccl };
+std::string to_string(AllgatherAlgo algo);  // "ring", "nccl"
+// The inverse of to_string; throws ConfigError naming the valid choices.
+AllgatherAlgo parse_allgather_algo(std::string_view name);
+std::vector<std::string> allgather_algo_names();
+
+// Rank r contributes chunk r of its data; afterwards every rank holds every rank's chunk, the same
+// bytes whichever `algo` moves them.
+void allgather(Transport& transport, const BufferView& data, Tag tag,
+               AllgatherAlgo algo = AllgatherAlgo::kRing);
 
 // Root's data to every rank. kBinomial: a binomial tree; kChain: a pipeline along ranks root, root + 1,
 // ... (for large buffers: every rank sends S once, and k segments overlap the P - 1 hops). Both move

@@ -41,6 +41,8 @@ constexpr int kNcclSteps = 8;
 constexpr Bytes kNcclStepSize = Bytes((int64_t{1} << 22) / kNcclSteps);
 // ALLREDUCE_SLICESTEPS = NCCL_STEPS / 4 (src/include/collectives.h).
 constexpr int kAllreduceSliceSteps = kNcclSteps / 4;
+// ALLGATHER_SLICESTEPS = NCCL_STEPS / 4 (src/include/collectives.h).
+constexpr int kAllgatherSliceSteps = kNcclSteps / 4;
 // BROADCAST_SLICESTEPS = REDUCE_SLICESTEPS = 1 (src/include/collectives.h).
 constexpr int kBroadcastSliceSteps = 1;
 
@@ -62,9 +64,14 @@ PipelineOptions broadcast_pipeline(int channels = 1);
 // ---- The pipelined ring --------------------------------------------------------------------------
 
 // The same results as reduce_scatter, allgather, ring_allreduce, broadcast (BroadcastAlgo::kChain
-// order: root, root + 1, ...) and reduce (ReduceAlgo::kChain order: root + 1, ..., root), with the
-// buffer cut into channels (chunk r of a rank's result is, per channel, chunk r of that channel's
-// part: reduce_scatter and allgather leave rank r holding chunk r of every channel's part).
+// order: root, root + 1, ...) and reduce (ReduceAlgo::kChain order: root + 1, ..., root), the buffer
+// cut into channels as NCCL cuts it for each call (ncclCollCbdPart, src/enqueue.cc and src/device/
+// *.h): the allreduce, broadcast and reduce give channel c part c of the buffer (chunk_range), which
+// the ring cuts into P chunks; the reduce-scatter and the allgather, whose buffers hold one block per
+// rank (chunk r of the buffer, as ring.cc cuts it: ncclReduceScatter's and ncclAllGather's
+// rank-major layout), give channel c part c of every rank's block, so that rank r ends holding
+// chunk r of the buffer, exactly as with the bulk-synchronous ring (all_gather.h's runRing: offset =
+// dataOffset + rankDest x count, dataOffset the channel's part of a block).
 void pipelined_reduce_scatter(Transport& transport, const BufferView& data, ReduceOp op, Tag tag,
                               const PipelineOptions& options = {});
 void pipelined_allgather(Transport& transport, const BufferView& data, Tag tag,
@@ -157,5 +164,18 @@ std::string describe(const NcclTopology& topo, Bytes bytes);
 // The allreduce NCCL would run: nccl_choose on nccl_topology(transport), then the pipelined ring or
 // the double binary tree with that many channels.
 void nccl_allreduce(Transport& transport, const BufferView& data, ReduceOp op, Tag tag);
+
+// The allgather ncclAllGather runs (AllgatherAlgo::kNccl): the pipelined ring on
+// nccl_channels(nccl_topology(transport), kRing, S) channels, S the gathered buffer's bytes (NCCL
+// tunes an allgather on nBytes = nRanks x sendcount x element size: ncclFuncMaxSendRecvCount in
+// src/include/enqueue.h, used by topoGetAlgoInfo in src/enqueue.cc), in slices of
+// ALLGATHER_SLICESTEPS = NCCL_STEPS / 4 = 2 steps (src/include/collectives.h; runRing of
+// src/device/all_gather.h runs ProtoSimple<ALLGATHER_CHUNKSTEPS / ALLGATHER_SLICESTEPS,
+// ALLGATHER_SLICESTEPS>). Ring only: NCCL's other allgather algorithms are not modelled (PAT, from
+// NCCL 2.23, serves one rank per node; NVLS and CollNet need NVSwitch or SHARP hardware), nor the
+// order in which NCCL walks a channel's part (ALLGATHER_CHUNKSTEPS = 4 steps through all P - 1 ring
+// steps, then the next 4): here each ring step forwards its chunk slice by slice as soon as each
+// slice is there, as the pipelined allreduce does.
+void nccl_allgather(Transport& transport, const BufferView& data, Tag tag);
 
 }  // namespace bagua::collectives

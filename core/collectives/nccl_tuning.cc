@@ -1,6 +1,7 @@
 // NCCL's tuning model for an allreduce with the Simple protocol (src/graph/tuning.cc:
 // ncclTopoTuneModel fills latencies and bandwidths, ncclTopoGetAlgoTime adds them; src/enqueue.cc
-// topoGetAlgoInfo picks the channel count), each factor a named constant citing its source.
+// topoGetAlgoInfo picks the channel count), each factor a named constant citing its source; and the
+// allreduce and allgather NCCL runs by it.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -212,6 +213,15 @@ void nccl_allreduce(Transport& transport, const BufferView& data, ReduceOp op, T
     options.slice_steps = 1;
     double_tree_allreduce(transport, data, op, tag, options);
   }
+}
+
+void nccl_allgather(Transport& transport, const BufferView& data, Tag tag) {
+  const OperationScope scope("nccl allgather");
+  if (transport.size() == 1 || data.count() == 0) return;
+  PipelineOptions options;
+  options.slice_steps = kAllgatherSliceSteps;
+  options.channels = nccl_channels(nccl_topology(transport), NcclAlgo::kRing, data.bytes());
+  pipelined_allgather(transport, data, tag, options);
 }
 
 }  // namespace bagua::collectives

@@ -96,6 +96,35 @@ struct RingStep {
   bool reduce = false;
 };
 
+// How a ring's chunks lie in its buffer (nccl.h, "The pipelined ring").
+enum class Layout : uint8_t {
+  kChannelMajor,  // channel c: part c of the buffer, cut into P chunks (allreduce)
+  kRankMajor,     // chunk k of channel c: part c of block k, the buffer's chunk k (reduce-scatter,
+                  // allgather)
+};
+
+// chunks[channel][k]: chunk k of `channel`'s part.
+std::vector<std::vector<BufferView>> ring_chunks(const BufferView& data, int ranks, int channels,
+                                                 Layout layout) {
+  std::vector<std::vector<BufferView>> chunks(static_cast<size_t>(channels));
+  if (layout == Layout::kChannelMajor) {
+    const Chunking parts(data, channels);
+    for (int channel = 0; channel < channels; ++channel) {
+      const Chunking of_part(parts.chunk(channel), ranks);
+      for (int k = 0; k < ranks; ++k)
+        chunks[static_cast<size_t>(channel)].push_back(of_part.chunk(k));
+    }
+  } else {
+    const Chunking blocks(data, ranks);
+    for (int k = 0; k < ranks; ++k) {
+      const Chunking of_block(blocks.chunk(k), channels);
+      for (int channel = 0; channel < channels; ++channel)
+        chunks[static_cast<size_t>(channel)].push_back(of_block.chunk(channel));
+    }
+  }
+  return chunks;
+}
+
 // Runs `steps` of a ring over every channel. In step t every rank sends its send_chunk slice by slice
 // and receives the recv_chunk; from step 1 on, slice j of the send_chunk is the slice j the rank
 // received (and reduced) in step t - 1, so the rank waits for that receive just before sending it:
@@ -104,18 +133,17 @@ struct RingStep {
 // A chunk received in place that the rank sent in an earlier step (the allreduce's allgather
 // overwrites what its reduce-scatter sent) is received only once that send has completed.
 void run_ring(Transport& transport, const BufferView& data, ReduceOp op, Tag tag,
-              const PipelineOptions& options, const std::vector<RingStep>& steps) {
+              const PipelineOptions& options, const std::vector<RingStep>& steps, Layout layout) {
   const int ranks = transport.size();
   const int rank = transport.rank();
   const int right = mod(rank + 1, ranks);
   const int left = mod(rank - 1, ranks);
   const int channels = options.channels;
   const size_t slice = options.slice_elements(size_of(data.dtype()));
-  const Chunking parts(data, channels);
-  std::vector<Chunking> chunks;
-  for (int channel = 0; channel < channels; ++channel)
-    chunks.emplace_back(parts.chunk(channel), ranks);
-  const size_t max_chunk = chunks.front().max_count();
+  const std::vector<std::vector<BufferView>> chunks = ring_chunks(data, ranks, channels, layout);
+  // The largest chunk: both layouts cut with chunk_range, whose first pieces are the larger, so it is
+  // channel 0's chunk 0.
+  const size_t max_chunk = chunks.front().front().count();
   const Buffer incoming = Buffer::like(data, data.dtype(), 2 * max_chunk * channels);
   auto incoming_slice = [&](int channel, size_t t, size_t j, size_t count) {
     const size_t base = (static_cast<size_t>(channel) * 2 + t % 2) * max_chunk + j * slice;
@@ -140,23 +168,23 @@ void run_ring(Transport& transport, const BufferView& data, ReduceOp op, Tag tag
     r.reset();
     const RingStep& step = steps[t];
     if (!step.reduce) return;
-    const BufferView chunk = slice_of(chunks[channel].chunk(step.recv_chunk), slice, j);
+    const BufferView chunk = slice_of(chunks[channel][step.recv_chunk], slice, j);
     bagua::reduce(chunk, incoming_slice(channel, t, j, chunk.count()), op);
   };
 
   for (size_t t = 0; t < steps.size(); ++t) {
     const RingStep& step = steps[t];
-    const size_t slices = std::max(slice_count(chunks.front().max_count(), slice), size_t{1});
+    const size_t slices = std::max(slice_count(max_chunk, slice), size_t{1});
     for (size_t j = 0; j < slices; ++j) {
       for (int channel = 0; channel < channels; ++channel) {
-        const BufferView recv_chunk = chunks[channel].chunk(step.recv_chunk);
+        const BufferView recv_chunk = chunks[channel][step.recv_chunk];
         if (j * slice < recv_chunk.count()) {
           const BufferView into = slice_of(recv_chunk, slice, j);
           if (!step.reduce) windows[channel].wait_through(sent[channel][step.recv_chunk][j]);
           receive_of(channel, t, j) = transport.irecv(
               step.reduce ? incoming_slice(channel, t, j, into.count()) : into, left, tag);
         }
-        const BufferView send_chunk = chunks[channel].chunk(step.send_chunk);
+        const BufferView send_chunk = chunks[channel][step.send_chunk];
         if (j * slice < send_chunk.count()) {
           if (t > 0) consume(channel, t - 1, j);
           sent[channel][step.send_chunk][j] =
@@ -197,7 +225,7 @@ void pipelined_reduce_scatter(Transport& transport, const BufferView& data, Redu
   if (nothing_to_do(transport, data, options)) return;
   std::vector<RingStep> steps;
   add_reduce_scatter_steps(steps, transport.rank(), transport.size());
-  run_ring(transport, data, op, tag, options, steps);
+  run_ring(transport, data, op, tag, options, steps, Layout::kRankMajor);
 }
 
 void pipelined_allgather(Transport& transport, const BufferView& data, Tag tag,
@@ -206,7 +234,7 @@ void pipelined_allgather(Transport& transport, const BufferView& data, Tag tag,
   if (nothing_to_do(transport, data, options)) return;
   std::vector<RingStep> steps;
   add_allgather_steps(steps, transport.rank(), transport.size());
-  run_ring(transport, data, ReduceOp::kSum, tag, options, steps);
+  run_ring(transport, data, ReduceOp::kSum, tag, options, steps, Layout::kRankMajor);
 }
 
 void pipelined_ring_allreduce(Transport& transport, const BufferView& data, ReduceOp op, Tag tag,
@@ -218,7 +246,7 @@ void pipelined_ring_allreduce(Transport& transport, const BufferView& data, Redu
   std::vector<RingStep> steps;
   add_reduce_scatter_steps(steps, transport.rank(), transport.size());
   add_allgather_steps(steps, transport.rank(), transport.size());
-  run_ring(transport, data, op, tag, options, steps);
+  run_ring(transport, data, op, tag, options, steps, Layout::kChannelMajor);
 }
 
 void pipelined_broadcast(Transport& transport, const BufferView& data, int root, Tag tag,

@@ -1,9 +1,45 @@
-// Ring reduce-scatter, ring allgather, and ring allreduce (the one followed by the other).
+// Ring reduce-scatter, ring allgather, and ring allreduce (the one followed by the other); the
+// allgather's choice of algorithm.
+#include <string>
+#include <vector>
+
+#include "core/check.h"
 #include "core/collectives/collectives.h"
+#include "core/collectives/nccl.h"
 #include "core/operation.h"
 #include "core/ops.h"
 
 namespace bagua::collectives {
+
+namespace {
+
+constexpr AllgatherAlgo kAllgatherAlgos[] = {AllgatherAlgo::kRing, AllgatherAlgo::kNccl};
+
+}  // namespace
+
+std::string to_string(AllgatherAlgo algo) {
+  switch (algo) {
+    case AllgatherAlgo::kRing:
+      return "ring";
+    case AllgatherAlgo::kNccl:
+      return "nccl";
+  }
+  return "?";
+}
+
+std::vector<std::string> allgather_algo_names() {
+  std::vector<std::string> names;
+  for (AllgatherAlgo a : kAllgatherAlgos)
+    names.push_back(to_string(a));
+  return names;
+}
+
+AllgatherAlgo parse_allgather_algo(std::string_view name) {
+  for (AllgatherAlgo a : kAllgatherAlgos)
+    if (to_string(a) == name) return a;
+  throw ConfigError("allgather algorithm '" + std::string(name) +
+                    "' is unknown (expected ring or nccl)");
+}
 
 void reduce_scatter(Transport& transport, const BufferView& data, ReduceOp op, Tag tag) {
   // The `ranks` stand in a ring: each sends to its `right` neighbour, rank + 1, and receives from its
@@ -28,7 +64,11 @@ void reduce_scatter(Transport& transport, const BufferView& data, ReduceOp op, T
   }
 }
 
-void allgather(Transport& transport, const BufferView& data, Tag tag) {
+void allgather(Transport& transport, const BufferView& data, Tag tag, AllgatherAlgo algo) {
+  if (algo == AllgatherAlgo::kNccl) {
+    nccl_allgather(transport, data, tag);
+    return;
+  }
   // The `ranks` stand in a ring (`right` = rank + 1, `left` = rank - 1, mod ranks); the data is cut
   // into one `chunk` per rank and rank r starts with chunk r. In `step` s = 0 .. ranks - 2 every rank
   // forwards chunk rank - s, the one it completed last, to the right and receives chunk rank - s - 1

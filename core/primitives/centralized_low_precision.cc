@@ -12,6 +12,7 @@ CentralizedLowPrecision::CentralizedLowPrecision(RankContext& ctx, Communicator&
       communicator_(communicator),
       average_(options.average),
       alltoall_(options.alltoall),
+      allgather_(options.allgather),
       count_(like.count()),
       parts_(communicator.inner_size()) {
   BAGUA_CHECK(like.dtype() == DType::kF32,
@@ -74,7 +75,7 @@ void CentralizedLowPrecision::scatter_reduce_gather(Transport& group, const Buff
 
   // Gather: the reduced chunk compressed once more, every rank's slot to every rank, all decompressed.
   timed_encode(clock, *gather_site_, reduced, slot(send_, rank, own_count));
-  collectives::allgather(group, send_, tag);
+  collectives::allgather(group, send_, tag, allgather_);
   for (int j = 0; j < ranks; ++j) {
     const BufferView chunk = chunks.chunk(j);
     timed_decode(clock, *decoder_, slot(send_, j, chunk.count()), chunk);

@@ -16,7 +16,12 @@
 //               `alltoall` in the options chooses that or the pairwise exchange)
 //   reduce      decompress the P received copies of chunk r and average (or sum) them
 //   gather      compress the reduced chunk r once more, allgather the slots, decompress every slot j
-//               into chunk j of the bucket
+//               into chunk j of the bucket (Bagua: c.allgather_inplace of the compressed tensor,
+//               rust/bagua-core/bagua-core-internal/src/comm_ops/
+//               centralized_low_precision_synchronous.rs, i.e. Al::Allgather<Al::NCCLBackend>,
+//               communicators/mod.rs, which calls ncclAllGather in place, LLNL/Aluminum
+//               include/aluminum/nccl_impl.hpp, do_allgather; `allgather` in the options chooses
+//               that, NCCL's pipelined ring, or the bulk-synchronous ring)
 // Every chunk, the rank's own included, goes through the compressor twice, as in Bagua. Hierarchical:
 // intra-host reduce (full precision, averaged when `average`) to the host leader, the above among host
 // leaders, intra-host broadcast (Bagua's execute_communication with pre and post).
@@ -44,6 +49,9 @@ struct CentralizedLowPrecisionOptions {
   // How the scatter's alltoall runs: pairwise exchange, or as Bagua's communicator runs it, NCCL's
   // grouped send and receive to every peer (collectives::AlltoallAlgo).
   collectives::AlltoallAlgo alltoall = collectives::AlltoallAlgo::kPairwise;
+  // How the gather's allgather runs: the bulk-synchronous ring, or as Bagua's communicator runs it,
+  // ncclAllGather (collectives::AllgatherAlgo).
+  collectives::AllgatherAlgo allgather = collectives::AllgatherAlgo::kRing;
 };
 
 class CentralizedLowPrecision {
@@ -65,6 +73,7 @@ class CentralizedLowPrecision {
   Communicator& communicator_;
   bool average_;
   collectives::AlltoallAlgo alltoall_;
+  collectives::AllgatherAlgo allgather_;
   size_t count_;
   int parts_;
   size_t slot_bytes_ = 0;

@@ -264,13 +264,14 @@ std::map<std::pair<std::string, std::string>, double> run_shipped(
 }
 
 // The lines as configs/paper/ writes them: Bagua's algorithms with the collectives NCCL runs for them
-// (C_LP_S's grouped alltoall, NCCL's intra-host reduce and broadcast).
+// (C_LP_S's grouped alltoall and pipelined allgather, NCCL's intra-host reduce and broadcast).
 const std::string kShiftOne = "decentralized peer_selection_mode=shift_one intra_host=nccl";
 const std::string kRing = "decentralized peer_selection_mode=ring intra_host=nccl";
 const std::string kLowPrecisionDecentralized = "low_precision_decentralized intra_host=nccl";
-const std::string kBytegrad = "bytegrad alltoall=nccl intra_host=nccl";
-const std::string kQAdam8 = "qadam compressor=minmax_uint8 alltoall=nccl intra_host=nccl";
-const std::string kQAdam1 = "qadam compressor=sign alltoall=nccl intra_host=nccl";
+const std::string kBytegrad = "bytegrad alltoall=nccl allgather=nccl intra_host=nccl";
+const std::string kQAdam8 =
+    "qadam compressor=minmax_uint8 alltoall=nccl allgather=nccl intra_host=nccl";
+const std::string kQAdam1 = "qadam compressor=sign alltoall=nccl allgather=nccl intra_host=nccl";
 const std::vector<std::string> kFullPrecision = {"gradient_allreduce allreduce=nccl", kShiftOne,
                                                  kRing};
 const std::vector<std::string> kLowPrecision = {kBytegrad, kLowPrecisionDecentralized, kQAdam8,

@@ -422,6 +422,48 @@ TEST(Exactness, BytegradAndQAdamTrainBitIdenticallyWithNcclsAlltoall) {
       }
 }
 
+TEST(Exactness, BytegradAndQAdamTrainBitIdenticallyWithNcclsAllgather) {
+  // ncclAllGather's pipelined ring ("allgather": "nccl") lands every slot where the bulk ring does,
+  // and C_LP_S decodes them after the gather: the same weights, bit for bit, on every backend. Only
+  // the time moves: on the simulator, flat over 8 ranks on 4 hosts of 2, the ring crosses hosts on
+  // every second hop and the bulk ring waits for a crossing on each of its 7 steps, the pipelined
+  // one only where a slot's path crosses (nccl_sim_time_test.cc works a 4-rank case by hand), so
+  // every rank finishes earlier; hierarchical, the gather runs among the 4 host leaders, a ring of
+  // equal hops where each slot is one slice, and the pipeline is never slower.
+  Registries reg;
+  for (Backend backend : testing::all_backends())
+    for (const char* algorithm : {"bytegrad", "qadam"})
+      for (bool hierarchical : {false, true}) {
+        RunSpec spec;
+        spec.algorithm = algorithm;
+        spec.params = {{"hierarchical", hierarchical}, {"alltoall", std::string("nccl")}};
+        if (std::string(algorithm) == "qadam")
+          spec.params.insert({{"lr", 0.05}, {"warmup_steps", int64_t{1}}});
+        spec.ranks = 8;
+        spec.per_host = 2;  // 4 hosts
+        spec.iterations = 4;
+        RunResult ring = run_algorithm(backend, reg, spec);
+        spec.params["allgather"] = std::string("nccl");
+        RunResult nccl = run_algorithm(backend, reg, spec);
+        for (int rank = 0; rank < spec.ranks; ++rank) {
+          const auto r = static_cast<size_t>(rank);
+          ASSERT_EQ(nccl.weights[r].size(), 16u) << describe(backend, spec);
+          EXPECT_EQ(std::memcmp(ring.weights[r].data(), nccl.weights[r].data(), 16 * sizeof(float)), 0)
+              << describe(backend, spec) << ": rank " << rank;
+          EXPECT_NE(ring.weights[r], std::vector<float>(16, 0.0f)) << "the weights moved";
+          if (backend == Backend::kSim) {
+            if (hierarchical) {
+              EXPECT_LE(nccl.train[r].finish, ring.train[r].finish)
+                  << describe(backend, spec) << ": rank " << rank;
+            } else {
+              EXPECT_LT(nccl.train[r].finish, ring.train[r].finish)
+                  << describe(backend, spec) << ": rank " << rank;
+            }
+          }
+        }
+      }
+}
+
 TEST(Algorithms, IntraHostAndAlltoallAreParametersOfTheAlgorithmsThatHaveThem) {
   // `intra_host` wherever a hierarchical mode runs intra-host phases, with today's default ("auto"; for
   // byteps "nccl", as before); `alltoall` for C_LP_S's users, default "pairwise". A value outside the
@@ -443,6 +485,12 @@ TEST(Algorithms, IntraHostAndAlltoallAreParametersOfTheAlgorithmsThatHaveThem) {
     EXPECT_EQ(Params(schema, {}).get_string("alltoall"), "pairwise") << name;
     EXPECT_EQ(schema.validate("alltoall", std::string("ring")).value_or(""),
               "must be one of pairwise|nccl, got \"ring\"")
+        << name;
+    // `allgather`, C_LP_S's gather: default the bulk-synchronous ring.
+    EXPECT_EQ(Params(schema, {}).get_string("allgather"), "ring") << name;
+    EXPECT_FALSE(schema.validate("allgather", std::string("nccl")).has_value()) << name;
+    EXPECT_EQ(schema.validate("allgather", std::string("pairwise")).value_or(""),
+              "must be one of ring|nccl, got \"pairwise\"")
         << name;
   }
   // Every choice runs, on hosts of 3 ranks (chains, trees and NCCL's pipelined chain all differ there),

@@ -90,6 +90,54 @@ TEST(NcclSimulatedTime, TwoRankRingWithTheWholeChunkInFlight) {
   EXPECT_EQ(t.nanoseconds(), 804'000);
 }
 
+// ncclAllGather (AllgatherAlgo::kNccl) against the bulk ring on the star above with NIC links of
+// B = 1 GB/s (1 byte per ns) and 10 us each way: between hosts a message of m bytes takes
+// u(m) = 20'000 ns + m ns. Small gathers: the tuner gives 1 channel below 64 KiB (nccl_channels), a
+// chunk is one slice (slices are 1 MiB), and 4 slices may be in flight, more than the P - 1 sends.
+netsim::ClusterSpec gb_star(int hosts, int devices_per_host, Time device_latency) {
+  netsim::ClusterSpec spec = star(hosts, devices_per_host);
+  spec.intra_host = {Bandwidth::bytes_per_second(1e15), device_latency};
+  spec.nic = {Bandwidth::gigabytes_per_second(1), Time::us(10)};
+  return spec;
+}
+
+TEST(NcclSimulatedTime, AllgatherOnOneRankPerHostIsTheRingsTime) {
+  // 4 hosts of one rank, 1000 B per rank (S = 4000 B). Every hop is u = 20'000 + 1'000 = 21'000 ns.
+  // Bulk ring: 3 steps of u = 63'000 ns. Pipelined: a rank forwards chunk rank - s as soon as it
+  // lands, at s u, so the third lands at 3 u too: on a ring of equal hops whose chunk is one slice
+  // the pipeline buys nothing (each step still waits for the previous hop's bytes).
+  const netsim::ClusterSpec spec = gb_star(4, 1, Time::zero());
+  const Buffer data = Buffer::meta(DType::kU8, 4000);
+  const Time ring =
+      simulate(spec, [&](Transport& tr) { allgather(tr, data, 1, AllgatherAlgo::kRing); });
+  const Time nccl =
+      simulate(spec, [&](Transport& tr) { allgather(tr, data, 1, AllgatherAlgo::kNccl); });
+  EXPECT_EQ(ring.nanoseconds(), 63'000);
+  EXPECT_EQ(nccl.nanoseconds(), 63'000);
+}
+
+TEST(NcclSimulatedTime, AllgatherAcrossHostsPaysTheCrossingsOnlyAlongTheChunksPath) {
+  // 2 hosts of 2 ranks (0, 1 | 2, 3), device links 1 PB/s and 5 us: inside a host a message of
+  // 1000 B takes d = 2 x 5'000 + ceil(1000 B / 1e6 B per ns) = 10'001 ns; between hosts it crosses
+  // two device links and two NIC links, u = 2 x 5'000 + 2 x 10'000 + 1'000 = 31'000 ns. The ring
+  // 0 -> 1 -> 2 -> 3 -> 0 crosses hosts at 1 -> 2 and 3 -> 0.
+  //   Bulk: every step waits for its slowest hop: 3 u = 93'000 ns.
+  //   Pipelined: a rank sends its step-s chunk the moment its step s - 1 receive lands. Step 0
+  //   lands at d on ranks 1 and 3, at u on ranks 2 and 0; the step-1 messages leave then and all
+  //   land at d + u = 41'001; the step-2 messages leave at 41'001 and land at + d (ranks 3 and 1)
+  //   or + u (ranks 2 and 0): 2 u + d = 72'001 ns, a crossing saved. (No two messages on one link
+  //   move bytes at once: rank 1's sends enter their 1'000 ns of transfer at 30'000, 40'001 and
+  //   71'001, so max-min sharing never enters.)
+  const netsim::ClusterSpec spec = gb_star(2, 2, Time::us(5));
+  const Buffer data = Buffer::meta(DType::kU8, 4000);
+  const Time ring =
+      simulate(spec, [&](Transport& tr) { allgather(tr, data, 1, AllgatherAlgo::kRing); });
+  const Time nccl =
+      simulate(spec, [&](Transport& tr) { allgather(tr, data, 1, AllgatherAlgo::kNccl); });
+  EXPECT_EQ(ring.nanoseconds(), 93'000);
+  EXPECT_EQ(nccl.nanoseconds(), 72'001);
+}
+
 // The claim: 16 hosts of 8 ranks, a 1 ms NIC latency (route latency 2 ms between hosts, 0 inside a
 // host), a 128 KiB allreduce (chunks of 1 KiB: transfer times of ~80 ns, latency is everything).
 struct LatencyCase {

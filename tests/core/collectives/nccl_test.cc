@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <set>
 #include <string>
 #include <vector>
@@ -74,45 +75,80 @@ TEST_P(Nccl, PipelinedRingAllreduce) {
 }
 
 TEST_P(Nccl, PipelinedReduceScatterAndAllgather) {
+  // ncclReduceScatter's and ncclAllGather's layout whatever the channel count: rank r's block is
+  // chunk r of the buffer (chunk_range, as ring.cc cuts it), each block cut across the channels.
   run([&](RankContext& ctx) {
     Transport& t = ctx.transport();
     for (size_t count : testing::element_counts(t.size()))
       for (DType dtype : kDTypes)
         for (const PipelineOptions& o : pipelines(count)) {
-          // Reduce-scatter: chunk r of every channel's part is complete on rank r.
+          // Reduce-scatter: chunk r of the buffer is complete on rank r.
           const Buffer data = Buffer::host(dtype, count);
           fill_contribution(data, t.rank(), t.size());
           pipelined_reduce_scatter(t, data, ReduceOp::kSum, 2, o);
-          for (int c = 0; c < o.channels; ++c) {
-            const ChunkRange part = chunk_range(count, o.channels, c);
-            const ChunkRange mine = chunk_range(part.count, t.size(), t.rank());
-            expect_elements(
-                data, part.offset + mine.offset, part.offset + mine.end(),
-                [&](size_t i) { return reduced(ReduceOp::kSum, t.size(), i); }, t.rank(),
-                describe("pipelined reduce_scatter", dtype, count, name(o)));
-          }
-          // Allgather: rank r holds chunk r of every part, -1 elsewhere; afterwards all of them.
+          const ChunkRange mine = chunk_range(count, t.size(), t.rank());
+          expect_elements(
+              data, mine.offset, mine.end(),
+              [&](size_t i) { return reduced(ReduceOp::kSum, t.size(), i); }, t.rank(),
+              describe("pipelined reduce_scatter", dtype, count, name(o)));
+          // Allgather: rank r holds chunk r, -1 elsewhere; afterwards every rank's chunk.
           const Buffer gathered = Buffer::host(dtype, count);
           fill(gathered, -1);
-          for (int c = 0; c < o.channels; ++c) {
-            const ChunkRange part = chunk_range(count, o.channels, c);
-            const ChunkRange mine = chunk_range(part.count, t.size(), t.rank());
-            for (size_t i = part.offset + mine.offset; i < part.offset + mine.end(); ++i)
-              testing::set_element(gathered, i, contribution(t.rank(), t.size(), i));
-          }
+          for (size_t i = mine.offset; i < mine.end(); ++i)
+            testing::set_element(gathered, i, contribution(t.rank(), t.size(), i));
           pipelined_allgather(t, gathered, 3, o);
-          for (int c = 0; c < o.channels; ++c) {
-            const ChunkRange part = chunk_range(count, o.channels, c);
-            for (int r = 0; r < t.size(); ++r) {
-              const ChunkRange theirs = chunk_range(part.count, t.size(), r);
-              expect_elements(
-                  gathered, part.offset + theirs.offset, part.offset + theirs.end(),
-                  [&](size_t i) { return contribution(r, t.size(), i); }, t.rank(),
-                  describe("pipelined allgather", dtype, count,
-                           name(o) + " chunk " + std::to_string(r)));
-            }
+          for (int r = 0; r < t.size(); ++r) {
+            const ChunkRange theirs = chunk_range(count, t.size(), r);
+            expect_elements(
+                gathered, theirs.offset, theirs.end(),
+                [&](size_t i) { return contribution(r, t.size(), i); }, t.rank(),
+                describe("pipelined allgather", dtype, count, name(o) + " chunk " + std::to_string(r)));
           }
         }
+  });
+}
+
+TEST_P(Nccl, NcclAllgatherGathersTheRingsBytes) {
+  // AllgatherAlgo::kNccl (ncclAllGather: the pipelined ring on the tuner's channels) leaves every
+  // rank with the bytes the bulk-synchronous ring leaves, bit for bit, on every backend, rank count
+  // and element count, for a float, a double and a byte buffer (C_LP_S gathers bytes). Sizes up to
+  // 256 KiB, so that the tuner gives 2 channels (from 64 KiB: nccl_channels' 2 x 512 threads x 64)
+  // where it gives 1 below.
+  run([&](RankContext& ctx) {
+    Transport& t = ctx.transport();
+    std::vector<size_t> counts = testing::element_counts(t.size());
+    counts.push_back(size_t{256} * 1024 / 4 + 3);
+    for (size_t count : counts)
+      for (DType dtype : {DType::kF32, DType::kF64, DType::kU8}) {
+        const Buffer ring = Buffer::host(dtype, count);
+        const Buffer nccl = Buffer::host(dtype, count);
+        const ChunkRange mine = chunk_range(count, t.size(), t.rank());
+        for (size_t i = 0; i < count; ++i) {
+          const bool own = i >= mine.offset && i < mine.end();
+          if (dtype == DType::kU8)
+            ring.view().as<uint8_t>()[i] =
+                static_cast<uint8_t>(own ? (i * 7 + 3 * t.rank()) % 251 : 255);
+          else
+            testing::set_element(ring, i, own ? contribution(t.rank(), t.size(), i) : -1.0);
+        }
+        copy(nccl, ring);
+        allgather(t, ring, 4, AllgatherAlgo::kRing);
+        allgather(t, nccl, 5, AllgatherAlgo::kNccl);
+        const std::string what = describe("nccl allgather", dtype, count, "");
+        ASSERT_EQ(std::memcmp(ring.view().data(), nccl.view().data(),
+                              static_cast<size_t>(ring.view().bytes().count())),
+                  0)
+            << what << " on rank " << t.rank();
+        // And the ring's bytes are every rank's chunk (the ring itself is checked in
+        // collectives_test.cc; here that nothing was left at -1).
+        if (dtype != DType::kU8 && count > 0) {
+          const int last = t.size() - 1;
+          const ChunkRange theirs = chunk_range(count, t.size(), last);
+          expect_elements(
+              nccl, theirs.offset, theirs.end(),
+              [&](size_t i) { return contribution(last, t.size(), i); }, t.rank(), what);
+        }
+      }
   });
 }
 

@@ -182,6 +182,41 @@ TEST(MpiCollectives, AlltoallTransposesChunks) {
   });
 }
 
+TEST(MpiCollectives, NcclAllgatherGathersTheRingsBytes) {
+  // ncclAllGather's pipelined ring (AllgatherAlgo::kNccl, on the tuner's channels: 1 below 64 KiB,
+  // 2 from it) and the pipelined allgather forced onto 3 channels leave every rank with the ring's
+  // bytes: rank r's chunk r of the buffer, whatever the channel count (ncclAllGather's layout).
+  on_groups([](Transport& t) {
+    for (size_t count : kCounts) {
+      const collectives::ChunkRange mine = chunk_range(count, t.size(), t.rank());
+      Buffer ring = Buffer::host(DType::kI32, count);
+      fill(ring, -1);
+      for (size_t i = mine.offset; i < mine.end(); ++i)
+        ring.as<int32_t>()[i] = contribution(t.rank(), i);
+      Buffer nccl = Buffer::host(DType::kI32, count);
+      Buffer three = Buffer::host(DType::kI32, count);
+      copy(nccl, ring);
+      copy(three, ring);
+      collectives::allgather(t, ring, 11);
+      collectives::allgather(t, nccl, 12, collectives::AllgatherAlgo::kNccl);
+      collectives::PipelineOptions channels;
+      channels.channels = 3;
+      collectives::pipelined_allgather(t, three, 13, channels);
+      auto expected = [&](size_t i) {
+        for (int r = 0; r < t.size(); ++r)
+          if (i < chunk_range(count, t.size(), r).end()) return contribution(r, i);
+        return -1;
+      };
+      EXPECT_EQ(first_mismatch(ring.as<int32_t>(), expected), "")
+          << "ring P=" << t.size() << " count " << count;
+      EXPECT_EQ(first_mismatch(nccl.as<int32_t>(), expected), "")
+          << "nccl P=" << t.size() << " count " << count;
+      EXPECT_EQ(first_mismatch(three.as<int32_t>(), expected), "")
+          << "3 channels P=" << t.size() << " count " << count;
+    }
+  });
+}
+
 TEST(MpiCollectives, HierarchicalFormsOverEmulatedHosts) {
   // Hosts of 1, 2 and 3 ranks (uneven at 4 ranks: {0,1,2} and {3}) and of all ranks.
   const int world_size = mpi_world().size();
