@@ -21,6 +21,10 @@
 #include "core/transport.h"
 
 namespace bagua {
+struct ServiceRanks;  // core/services.h
+}
+
+namespace bagua {
 
 // A one-shot flag: set once, waited for by any stream of the same rank.
 class Event {
@@ -64,6 +68,9 @@ class RankContext {
   // The space where this rank's materialized tensors live (host memory, or a GPU's).
   virtual const Space& space() const { return host_space(); }
   virtual Tracer* tracer() { return nullptr; }
+  // The world's service ranks (core/services.h) when this rank is a worker of a world that has them;
+  // null otherwise (every rank trains).
+  virtual const ServiceRanks* services() const { return nullptr; }
 };
 
 // Records a span from construction to destruction on the rank's tracer, if any.

@@ -284,9 +284,9 @@ void check_memory(const PointConfig& p, double limit) {
 
 // ---- cluster ----------------------------------------------------------------------------------------
 
-const std::vector<std::string> kClusterKeys = {"extends",  "hosts",  "devices_per_host",
-                                               "intra_host", "nic",  "topology",
-                                               "device",   "factors", "transport"};
+const std::vector<std::string> kClusterKeys = {
+    "extends",  "hosts",  "devices_per_host", "intra_host", "nic",
+    "topology", "device", "factors",          "transport",  "cpu_hosts"};
 
 // Replaces "extends" by the extended file's content (itself resolved), the keys given here overriding.
 Json resolve_extends(const Json& cluster, const FileLocator& files, int depth, std::string& chain) {
@@ -366,6 +366,23 @@ netsim::ClusterSpec parse_cluster(const Json& raw, bool simulated,
     spec.nic = parse_link(r, "nic", net);
   }
   spec.topology = parse_topology(r, topologies, net);
+
+  // "cpu_hosts": {"count": K, "nic": {...}}: K hosts without accelerators on the workers' network, one
+  // service rank on each (netsim::CpuHostsSpec, core/services.h). Their NIC defaults to the worker
+  // hosts' NIC, field by field, so that a sweep of cluster.nic moves both (BytePS's OSDI 2020 setup
+  // gives the CPU machines the GPU machines' network). Written to the resolved config only when given.
+  if (const Json* ch = r.find("cpu_hosts")) {
+    ObjectReader cr(*ch, "cluster.cpu_hosts", {"count", "nic"});
+    spec.cpu_hosts.count = static_cast<int>(cr.get_int("count", std::nullopt, 1, int64_t{1} << 24));
+    spec.cpu_hosts.nic = spec.nic;
+    if (const Json* n = cr.find("nic")) {
+      ObjectReader nr(*n, cr.path_of("nic"), {"bandwidth", "latency"});
+      if (nr.has("bandwidth")) spec.cpu_hosts.nic.bandwidth = nr.get_bandwidth("bandwidth");
+      if (nr.has("latency")) spec.cpu_hosts.nic.latency = nr.get_time("latency");
+    }
+    canonical["cpu_hosts"] = Json{{"count", spec.cpu_hosts.count}};
+    net["cpu_hosts"] = Json{{"count", spec.cpu_hosts.count}, {"nic", link_json(spec.cpu_hosts.nic)}};
+  }
 
   spec.device = default_device();
   if (const Json* d = r.find("device")) {

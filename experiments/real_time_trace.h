@@ -35,6 +35,7 @@ class TracingContext final : public RankContext {
   EventPtr make_event() override { return inner_.make_event(); }
   const Space& space() const override { return inner_.space(); }
   Tracer* tracer() override { return &tracer_; }
+  const ServiceRanks* services() const override { return inner_.services(); }
 
   // This rank's spans so far (times since the barrier).
   std::vector<TraceSpan> spans();

@@ -15,10 +15,11 @@
 
 #include "core/check.h"
 #include "core/models/profile.h"
+#include "core/services.h"
 #include "core/trainer/averaged_model.h"
 #include "experiments/profile_file.h"
-#include "experiments/real_time_trace.h"
 #include "experiments/quantity.h"
+#include "experiments/real_time_trace.h"
 #include "experiments/result_store.h"
 
 namespace bagua::experiments {
@@ -129,10 +130,31 @@ RanksRun run_ranks(const PointConfig& point, const Components& c, Backends& back
   std::vector<TrainResult> seen(static_cast<size_t>(world_size));
   // A runtime in real time records its timeline here (the simulator records its own, in its report).
   const bool real_time_trace = point.output.trace && !backends.traits(point).virtual_time;
+  // Service ranks (core/services.h): the cluster's CPU hosts run the algorithm's server loop; only the
+  // workers train, are timed and give results. An algorithm that runs nothing there is refused.
+  const int service_ranks = point.has_cluster ? point.cluster.cpu_hosts.count : 0;
+  const AlgorithmDeps algorithm_deps{c.compressors, c.optimizers};
+  if (service_ranks > 0 &&
+      !c.algorithms.create(point.algorithm.name, point.algorithm.params, algorithm_deps)
+           ->uses_service_ranks()) {
+    throw ConfigError("cluster.cpu_hosts: algorithm \"" + point.algorithm.name +
+                      "\" runs nothing on service ranks (byteps with \"servers\": \"cpu_hosts\" does)");
+  }
   try {
     backends.run(
         point,
-        [&](RankContext& rank_ctx) {
+        [&](RankContext& job_ctx) {
+          if (service_ranks > 0 && job_ctx.transport().rank() >= world_size) {
+            // A service rank: the model only gives the layers the workers' buckets are made of.
+            const std::unique_ptr<Model> model = workload->make_model(0);
+            const std::unique_ptr<Algorithm> algorithm =
+                c.algorithms.create(point.algorithm.name, point.algorithm.params, algorithm_deps);
+            serve(job_ctx, world_size, *model, *algorithm, options);
+            return;
+          }
+          std::optional<WorkerContext> worker;
+          if (service_ranks > 0) worker.emplace(job_ctx, world_size);
+          RankContext& rank_ctx = worker ? *worker : job_ctx;
           std::optional<TracingContext> tracing;
           if (real_time_trace) tracing.emplace(rank_ctx, point.output.trace_filter);
           RankContext& ctx = tracing ? *tracing : rank_ctx;

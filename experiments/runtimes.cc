@@ -81,6 +81,14 @@ const netsim::ClusterSpec& cluster_of(const WorldRequest& q) {
   return *q.cluster;
 }
 
+// A job runtime's processes are all workers: mpirun's ranks would have to be split into workers and
+// service ranks (core/services.h), which these worlds do not do.
+[[maybe_unused]] void refuse_cpu_hosts(const WorldRequest& q, const std::string& runtime) {
+  if (q.cluster && q.cluster->cpu_hosts.count > 0)
+    throw ConfigError("cluster.cpu_hosts: runtime \"" + runtime +
+                      "\" runs no service ranks (the sim and threads runtimes do)");
+}
+
 }  // namespace
 
 void register_runtimes(RuntimeRegistry& r) {
@@ -93,11 +101,12 @@ void register_runtimes(RuntimeRegistry& r) {
         [](const WorldRequest& q) {
           const netsim::ClusterSpec& c = cluster_of(q);
           return std::make_unique<runtime::threads::ThreadsWorld>(c.world_size(), c.devices_per_host,
-                                                                  q.watchdog);
+                                                                  q.watchdog, c.cpu_hosts.count);
         });
 #if BAGUA_HAVE_MPI
   r.add("mpi", "one Open MPI process per rank, started by mpirun (real time)", kJob,
         [](const WorldRequest& q) {
+          refuse_cpu_hosts(q, "mpi");
           return std::make_unique<runtime::mpi::MpiWorld>(q.argc, q.argv, q.ranks_per_host, q.watchdog);
         });
 #else
@@ -107,6 +116,7 @@ void register_runtimes(RuntimeRegistry& r) {
 #if BAGUA_HAVE_NCCL
   r.add("nccl", "one process per GPU, started by mpirun, NCCL transport (real time)", kJob,
         [](const WorldRequest& q) {
+          refuse_cpu_hosts(q, "nccl");
           return std::make_unique<runtime::nccl::NcclWorld>(q.argc, q.argv, q.ranks_per_host,
                                                             q.watchdog);
         });

@@ -17,7 +17,7 @@ class SimWorld final : public bagua::World {
   explicit SimWorld(ClusterSpec spec, SimOptions options = {});
 
   int rank() const override { return 0; }
-  int size() const override { return spec_.world_size(); }
+  int size() const override { return spec_.total_ranks(); }
   // Simulation::run on a new Simulation; its exception, if any, is rethrown and no report is kept.
   void run(const std::function<void(RankContext&)>& body) override;
   const RunReport* report() const override { return has_report_ ? &report_ : nullptr; }

@@ -19,9 +19,9 @@ World::World(const ClusterSpec& spec_in, const SimOptions& options)
       tracing(options.trace),
       topology_owner(make_topology(spec_in)),
       topology(*topology_owner),
-      network(topology, spec_in.factors, spec_in.hosts, engine),
+      network(topology, spec_in.factors, spec_in.total_hosts(), engine),
       trace(options.trace_filter),
-      totals(static_cast<size_t>(spec_in.world_size())),
+      totals(static_cast<size_t>(spec_in.total_ranks())),
       mailbox(*this),
       fibers(engine, [this](Fibers::Fiber& f, std::exception_ptr e) {
         fail(f.rank, engine.now(), std::move(e));
@@ -47,7 +47,7 @@ Time lone_transfer_time(const ClusterSpec& spec, int src, int dst, Bytes bytes) 
   validate_except_topology(spec);  // the topology's own checks: make_topology, below
   validate_model(spec);
   BAGUA_CHECK(
-      src >= 0 && dst >= 0 && src < spec.world_size() && dst < spec.world_size(),
+      src >= 0 && dst >= 0 && src < spec.total_ranks() && dst < spec.total_ranks(),
       "lone_transfer_time between ranks " + std::to_string(src) + " and " + std::to_string(dst));
   if (src == dst) return Time::zero();
   const std::unique_ptr<Topology> topology = make_topology(spec);
@@ -141,7 +141,7 @@ Time Simulation::run(const std::function<void(RankContext&)>& body) {
   BAGUA_CHECK(!impl.ran, "a Simulation runs once");
   impl.ran = true;
 
-  const int ranks = spec_.world_size();
+  const int ranks = spec_.total_ranks();
   impl.contexts.reserve(static_cast<size_t>(ranks));
   for (int r = 0; r < ranks; ++r)
     impl.contexts.push_back(std::make_unique<SimContext>(world, r));
@@ -209,7 +209,7 @@ std::vector<LinkStats> Simulation::link_stats() const {
 }
 
 void Simulation::write_trace(std::ostream& out) const {
-  impl_->world.trace.write(out, spec_.world_size());
+  impl_->world.trace.write(out, spec_.total_ranks());
 }
 
 uint64_t Simulation::events_processed() const {

@@ -131,6 +131,17 @@ struct TransportModel {
   static TransportModel nccl();
 };
 
+// Hosts without accelerators beside the worker hosts, each running one service rank (core/services.h):
+// BytePS's summation servers on CPU-only machines (bytedance/byteps docs/step-by-step-tutorial.md,
+// DMLC_ROLE=server). CPU host c is host `hosts + c`; its one rank is world rank world_size() + c, its
+// NIC link cpu<c>.nic (bandwidth and latency `nic`), and the rank's own link into it cpu<c>.dev0 (the
+// cluster's intra_host link: the server process's path through host memory, never the bottleneck in
+// the presets). A topology places them where it can (netsim/topology.h: place_cpu_hosts); count 0: none.
+struct CpuHostsSpec {
+  int count = 0;
+  LinkSpec nic;
+};
+
 struct ClusterSpec {
   int hosts = 1;
   int devices_per_host = 1;
@@ -140,15 +151,22 @@ struct ClusterSpec {
   DeviceSpec device;
   ModelFactors factors;
   TransportModel transport;
+  CpuHostsSpec cpu_hosts;
 
+  // The workers: hosts x devices_per_host ranks, world ranks 0 .. world_size() - 1.
   int world_size() const { return hosts * devices_per_host; }
+  // Every rank the simulator runs: the workers, then one service rank per CPU host.
+  int total_ranks() const { return world_size() + cpu_hosts.count; }
+  // Every host: the worker hosts, then the CPU hosts.
+  int total_hosts() const { return hosts + cpu_hosts.count; }
 };
 
 // Throws ConfigError naming the first invalid field, prefixed by `prefix` (e.g. "cluster."), as in
 // "cluster.nic.bandwidth must be > 0, got 0". Fields: hosts, devices_per_host, intra_host.bandwidth,
 // intra_host.latency, nic.bandwidth, nic.latency, topology.<parameter> (the topology's own checks,
 // e.g. "cluster.topology.k must be even, got 3"), device.peak_flops, device.memory_bandwidth,
-// factors.bandwidth_efficiency, factors.latency_factor, factors.flow_window_cap. Link bandwidths must
+// factors.bandwidth_efficiency, factors.latency_factor, factors.flow_window_cap, cpu_hosts.count (>= 0),
+// cpu_hosts.nic.bandwidth, cpu_hosts.nic.latency (when count > 0). Link bandwidths must
 // be finite and > 0; latencies >= 0; a zero peak_flops or memory_bandwidth leaves that term out of
 // compute times.
 void validate(const ClusterSpec& spec, const std::string& prefix = "");
@@ -190,7 +208,8 @@ class Simulation {
   Simulation(const Simulation&) = delete;
   Simulation& operator=(const Simulation&) = delete;
 
-  // Runs `body` on every rank (rank r on host r / devices_per_host) until every one returns; returns
+  // Runs `body` on every rank (rank r < world_size() on host r / devices_per_host, then the CPU hosts'
+  // service ranks, ClusterSpec::cpu_hosts) until every one returns; returns
   // the simulated time at which the last finished. An exception thrown by any rank stops the run and
   // is rethrown here (the first one, by simulated time); a deadlock (ranks blocked, nothing scheduled)
   // throws InternalError naming the blocked ranks and what they wait for. A Simulation runs once.

@@ -67,6 +67,14 @@ void validate_except_topology(const ClusterSpec& spec, const std::string& prefix
   v.latency("intra_host.latency", spec.intra_host.latency);
   v.link_bandwidth("nic.bandwidth", spec.nic.bandwidth);
   v.latency("nic.latency", spec.nic.latency);
+  v.at_least("cpu_hosts.count", spec.cpu_hosts.count, 0);
+  if (spec.cpu_hosts.count > 0) {
+    if (spec.cpu_hosts.count > (int64_t{1} << 24))
+      v.fail("cpu_hosts.count", "be <= " + std::to_string(int64_t{1} << 24),
+             std::to_string(spec.cpu_hosts.count));
+    v.link_bandwidth("cpu_hosts.nic.bandwidth", spec.cpu_hosts.nic.bandwidth);
+    v.latency("cpu_hosts.nic.latency", spec.cpu_hosts.nic.latency);
+  }
   v.non_negative_finite("device.peak_flops", spec.device.peak_flops);
   v.non_negative_finite("device.memory_bandwidth", spec.device.memory_bandwidth.bytes_per_second());
   const double eff = spec.factors.bandwidth_efficiency;
@@ -85,15 +93,32 @@ void validate(const ClusterSpec& spec, const std::string& prefix) {
 }
 
 Topology::Topology(const ClusterSpec& spec)
-    : ranks_(spec.world_size()),
+    : ranks_(spec.total_ranks()),
+      workers_(spec.world_size()),
+      hosts_(spec.hosts),
       devices_per_host_(spec.devices_per_host),
+      cpu_hosts_(spec.cpu_hosts.count),
+      cpu_nic_(spec.cpu_hosts.nic),
       bandwidth_efficiency_(spec.factors.bandwidth_efficiency),
       latency_factor_(spec.factors.latency_factor) {
-  for (int r = 0; r < ranks_; ++r) {
+  for (int r = 0; r < workers_; ++r) {
     const std::string host = "host" + std::to_string(r / devices_per_host_);
     const std::string device = host + ".dev" + std::to_string(r % devices_per_host_);
     add_cable(device, device, host, spec.intra_host);
   }
+  for (int c = 0; c < cpu_hosts_; ++c) {
+    const std::string host = "cpu" + std::to_string(c);
+    add_cable(host + ".dev0", host + ".dev0", host, spec.intra_host);
+  }
+}
+
+int Topology::place_cpu_hosts(const std::string& switch_node) {
+  BAGUA_CHECK(!cpu_hosts_placed_, "the CPU hosts are placed once");
+  cpu_hosts_placed_ = true;
+  const int first = static_cast<int>(links_.size());
+  for (int c = 0; c < cpu_hosts_; ++c)
+    add_cable("cpu" + std::to_string(c) + ".nic", "cpu" + std::to_string(c), switch_node, cpu_nic_);
+  return first;
 }
 
 int Topology::add_link(std::string name, std::string from, std::string to, const LinkSpec& spec) {
@@ -146,7 +171,15 @@ std::unique_ptr<Topology> make_topology(const ClusterSpec& spec, const std::stri
   for (const ParamSpec& s : entry->schema.specs())
     if (s.presence == ParamPresence::kRequired && !spec.topology.params.count(s.name))
       throw ConfigError(path + "." + s.name + ": missing (required)");
-  return entry->factory(Params(entry->schema, values), spec, path);
+  std::unique_ptr<Topology> topology = entry->factory(Params(entry->schema, values), spec, path);
+  if (spec.cpu_hosts.count > 0 && !topology->cpu_hosts_placed()) {
+    // `path` names the topology's object ("cluster.topology"): its parent is the cluster's.
+    const std::string cluster =
+        path.size() >= 8 && path.ends_with("topology") ? path.substr(0, path.size() - 8) : "";
+    throw ConfigError(cluster + "cpu_hosts: the " + entry->name +
+                      " topology does not place CPU hosts (star does: on its switch)");
+  }
+  return topology;
 }
 
 }  // namespace bagua::netsim

@@ -3,6 +3,11 @@
 // Terms:
 //   device       one rank's accelerator; rank r is device r % devices_per_host of host
 //                r / devices_per_host
+//   CPU host     a host without accelerators (ClusterSpec::cpu_hosts, netsim/simulation.h): CPU host c
+//                is host `hosts + c`, node cpu<c>, with one rank (world rank workers + c, a service
+//                rank, core/services.h) whose device link is cpu<c>.dev0; a topology that can place
+//                them calls place_cpu_hosts() (star: on its switch); the others refuse a cluster
+//                that has them
 //   link         one direction of a full-duplex cable: a full-duplex cable is two independent links,
 //                "up" towards the switches (or the next router), "down" away from them
 //   device link  the device's own link into the network, host<h>.dev<d>.up / .down: to the host fabric
@@ -114,9 +119,14 @@ class Topology {
   Topology(const Topology&) = delete;
   Topology& operator=(const Topology&) = delete;
 
+  // Every rank: the workers, then the CPU hosts' ranks.
   int ranks() const { return ranks_; }
   int devices_per_host() const { return devices_per_host_; }
-  int host_of(int rank) const { return rank / devices_per_host_; }
+  int host_of(int rank) const {
+    return rank < workers_ ? rank / devices_per_host_ : hosts_ + (rank - workers_);
+  }
+  // Whether the topology placed the cluster's CPU hosts (place_cpu_hosts).
+  bool cpu_hosts_placed() const { return cpu_hosts_placed_; }
   const std::vector<Link>& links() const { return links_; }
   // The route from rank `src` to rank `dst` (src != dst, both in [0, ranks)).
   Route route(int src, int dst) const;
@@ -132,6 +142,10 @@ class Topology {
   // down link (`base`.down, upper -> lower); returns the up link's index (the down link's is one more).
   int add_cable(const std::string& base, const std::string& lower, const std::string& upper,
                 const LinkSpec& spec);
+  // Cables the cluster's CPU hosts, in order, to node `switch_node`: cpu<c>.nic with the CPU hosts'
+  // NIC link; returns the first one's up link index (CPU host c's is that + 2c). A topology that can
+  // place them calls it once, after its own links; make_topology refuses CPU hosts it did not place.
+  int place_cpu_hosts(const std::string& switch_node);
   static int device_up(int rank) { return 2 * rank; }
   static int device_down(int rank) { return 2 * rank + 1; }
   // The links between the source's device link up and the destination's device link down, appended to
@@ -140,7 +154,12 @@ class Topology {
 
  private:
   int ranks_;
+  int workers_;
+  int hosts_;
   int devices_per_host_;
+  int cpu_hosts_;
+  LinkSpec cpu_nic_;
+  bool cpu_hosts_placed_ = false;
   double bandwidth_efficiency_;
   double latency_factor_;
   std::vector<Link> links_;

@@ -29,6 +29,7 @@
 #include "core/models/model.h"
 #include "core/optim/optimizer.h"
 #include "core/registry.h"
+#include "core/services.h"
 
 namespace bagua {
 
@@ -62,6 +63,16 @@ struct TrainState {
   BufferView grads_of(const Bucket& b) const { return grads.slice(b.offset, b.count); }
 };
 
+// One service rank's state (core/services.h), as an algorithm's server loop sees it.
+struct ServiceState {
+  RankContext& ctx;             // its transport is the job group (workers, then service ranks)
+  const ServiceRanks& ranks;    // the world's workers and service ranks
+  int index = 0;                // this service rank's number, 0 .. ranks.count - 1
+  std::vector<Bucket> buckets;  // what the workers' trainer hands to on_bucket_ready, made alike
+  int64_t iterations = 0;       // the workers' iterations: the loop serves exactly these
+  BufferView like;              // meta when the workers' model is (a profile), host memory otherwise
+};
+
 class Algorithm {
  public:
   virtual ~Algorithm() = default;
@@ -85,6 +96,14 @@ class Algorithm {
   virtual void read_weights(TrainState& s, const std::function<void()>& read) { read(); }
   virtual void after_update(TrainState& s) {}
   virtual void finish(TrainState& s) {}
+
+  // Service ranks (core/services.h). An algorithm that runs a server loop on the world's service ranks
+  // says so here (from its parameters), and every service rank runs serve() once, while the workers
+  // train: it serves the workers' s.iterations iterations and returns. The composition root refuses a
+  // world with service ranks for an algorithm that does not use them, and init() refuses a world
+  // without them for one that does.
+  virtual bool uses_service_ranks() const { return false; }
+  virtual void serve(ServiceState& s) {}
 };
 
 struct AlgorithmDeps {

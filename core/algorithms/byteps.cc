@@ -1,6 +1,7 @@
 #include "core/algorithms/byteps.h"
 
 #include <algorithm>
+#include <map>
 #include <string>
 
 #include "core/algorithms/collective_params.h"
@@ -43,8 +44,12 @@ ParamSchema Byteps::schema() {
   s.add_int("partition_bytes", 4096000, "BYTEPS_PARTITION_BYTES: largest partition, in bytes", 4);
   // The colocated deployment: a server process on every worker machine (the BytePS README's
   // distributed-training setup runs DMLC_NUM_SERVER servers; the paper, Sec. 4, colocates them).
-  s.add_string("servers", "colocated", "summation servers: colocated (one on each worker host)",
-               {"colocated"});
+  // "cpu_hosts": BytePS's deployment on extra CPU-only machines (DMLC_NUM_SERVER servers,
+  // docs/step-by-step-tutorial.md), one server on each of cluster.cpu_hosts.
+  s.add_string("servers", "colocated",
+               "summation servers: colocated (one on each worker host) or cpu_hosts (one on each of "
+               "cluster.cpu_hosts)",
+               {"colocated", "cpu_hosts"});
   // BytePS's intra-host phases are NCCL calls (byteps/common/core_loops.cc, PostNcclCalls: ncclReduce
   // or ncclReduceScatter into the root's output on the way in, ncclBroadcast or ncclAllGather on the
   // way out), modelled as NCCL's pipelined reduce onto and broadcast from the local root: "nccl".
@@ -53,7 +58,10 @@ ParamSchema Byteps::schema() {
 }
 
 Byteps::Byteps(const Params& params)
-    : partition_bytes_(params.get_int("partition_bytes")), intra_host_(intra_host_options(params)) {}
+    : partition_bytes_(params.get_int("partition_bytes")),
+      servers_(params.get_string("servers") == "cpu_hosts" ? BytepsServers::kCpuHosts
+                                                           : BytepsServers::kColocated),
+      intra_host_(intra_host_options(params)) {}
 
 std::vector<Bucket> Byteps::buckets(const std::vector<Layer>& layers, Bytes /*budget*/) const {
   return make_buckets(layers, Bytes(0));  // one tensor per layer
@@ -65,7 +73,14 @@ void Byteps::init(TrainState& s) {
   for (const std::vector<int>& host : groups_->layout.hosts)
     local_size = std::max(local_size, static_cast<int>(host.size()));
   const size_t bound = byteps_partition_elements(partition_bytes_, local_size);
-  const int servers = groups_->hosts();
+  int servers = groups_->hosts();
+  if (servers_ == BytepsServers::kCpuHosts) {
+    services_ = s.ctx.services();
+    if (!services_ || services_->count < 1)
+      throw ConfigError(
+          "algorithm.servers: \"cpu_hosts\" needs CPU hosts to run the servers on (cluster.cpu_hosts)");
+    servers = services_->count;
+  }
   partitions_.clear();
   for (const Bucket& b : s.buckets) {
     BAGUA_CHECK_EQ(b.layers.size(), size_t{1}, "byteps: one tensor per bucket");
@@ -119,6 +134,10 @@ void Byteps::push_pull(TrainState& s, const Bucket& b) {
   const int host = leaders.rank();
   const int hosts = leaders.size();
   if (hosts == 1) return;  // not a distributed job: no servers
+  if (servers_ == BytepsServers::kCpuHosts) {
+    push_pull_cpu_servers(s, b);
+    return;
+  }
   const BufferView grads = s.grads_of(b);
   const Tag push_tag = tags::bucket(tags::kGradient, b.index);
   const Tag pull_tag = tags::bucket(tags::kPull, b.index);
@@ -166,6 +185,92 @@ void Byteps::push_pull(TrainState& s, const Bucket& b) {
   }
   wait_all(pulls);
   wait_all(answers);
+}
+
+void Byteps::push_pull_cpu_servers(TrainState& s, const Bucket& b) {
+  Transport& job = *services_->job;
+  const BufferView grads = s.grads_of(b);
+  const Tag push_tag = tags::bucket(tags::kGradient, b.index);
+  const Tag pull_tag = tags::bucket(tags::kPull, b.index);
+  const std::vector<BytepsPartition>& parts = partitions_[static_cast<size_t>(b.index)];
+  // push: every partition to its server's host; pull: its sum back into the tensor, posted at once
+  // (the server answers only once every host's copy is in). A server receives one tensor's partitions
+  // from one root in the order they are sent here.
+  std::vector<RequestPtr> pushes;
+  std::vector<RequestPtr> pulls;
+  for (const BytepsPartition& p : parts)
+    pushes.push_back(job.isend(grads.slice(p.offset, p.count), services_->rank_of(p.server), push_tag));
+  for (const BytepsPartition& p : parts)
+    pulls.push_back(job.irecv(grads.slice(p.offset, p.count), services_->rank_of(p.server), pull_tag));
+  wait_all(pushes);
+  wait_all(pulls);
+}
+
+void Byteps::serve(ServiceState& s) {
+  Transport& job = s.ctx.transport();
+  // The workers' local roots (each worker host's first rank), in host order, and the largest host:
+  // what HierarchicalGroups gives the workers.
+  std::map<int, std::vector<int>> by_host;
+  for (int r = 0; r < s.ranks.workers; ++r)
+    by_host[job.host_of(r)].push_back(r);
+  std::vector<int> roots;
+  int local_size = 1;
+  for (const auto& [host, ranks] : by_host) {
+    roots.push_back(ranks.front());
+    local_size = std::max(local_size, static_cast<int>(ranks.size()));
+  }
+  if (roots.size() == 1) return;  // not a distributed job: the workers push nothing
+  const size_t bound = byteps_partition_elements(partition_bytes_, local_size);
+  // Per tensor, the partitions this server holds.
+  std::vector<std::vector<BytepsPartition>> mine;
+  for (const Bucket& b : s.buckets) {
+    BAGUA_CHECK_EQ(b.layers.size(), size_t{1}, "byteps: one tensor per bucket");
+    std::vector<BytepsPartition> here;
+    for (const BytepsPartition& p : byteps_partitions(b.layers.front(), b.count, bound, s.ranks.count))
+      if (p.server == s.index) here.push_back(p);
+    mine.push_back(std::move(here));
+  }
+  // Tensor t on stream t mod streams, as the workers push them: one tensor's copies from one root
+  // arrive in partition order, and its receives are posted in that order by one task.
+  std::vector<std::unique_ptr<Stream>> streams;
+  const size_t count = std::min(s.buckets.size(), kPushPullStreams);
+  for (size_t i = 0; i < count; ++i)
+    streams.push_back(s.ctx.make_stream("byteps server " + std::to_string(i)));
+  const size_t hosts = roots.size();
+  for (int64_t step = 0; step < s.iterations; ++step) {
+    for (size_t t = 0; t < mine.size(); ++t) {
+      if (mine[t].empty()) continue;
+      streams[t % streams.size()]->submit([&, t] {
+        TraceScope scope(s.ctx, "byteps server " + std::to_string(t), "comm", 1);
+        const Tag push_tag = tags::bucket(tags::kGradient, static_cast<int>(t));
+        const Tag pull_tag = tags::bucket(tags::kPull, static_cast<int>(t));
+        // copies[i][g]: host g's copy of partition i.
+        std::vector<std::vector<Buffer>> copies(mine[t].size());
+        std::vector<std::vector<RequestPtr>> pushed(mine[t].size());
+        for (size_t i = 0; i < mine[t].size(); ++i) {
+          copies[i].reserve(hosts);
+          for (size_t g = 0; g < hosts; ++g) {
+            copies[i].push_back(Buffer::like(s.like, DType::kF32, mine[t][i].count));
+            pushed[i].push_back(job.irecv(copies[i][g], roots[g], push_tag));
+          }
+        }
+        // sum: each partition once every host's copy is in, in host order; then answer the pulls.
+        std::vector<RequestPtr> answers;
+        for (size_t i = 0; i < mine[t].size(); ++i) {
+          wait_all(pushed[i]);
+          const BufferView sum = copies[i][0];
+          for (size_t g = 1; g < hosts; ++g)
+            reduce(sum, copies[i][g], ReduceOp::kSum);
+          for (size_t g = 0; g < hosts; ++g)
+            answers.push_back(job.isend(sum, roots[g], pull_tag));
+        }
+        wait_all(answers);
+      });
+    }
+    // The workers' next iteration pushes only after they pulled this one's sums.
+    for (const std::unique_ptr<Stream>& stream : streams)
+      stream->synchronize();
+  }
 }
 
 void Byteps::after_backward(TrainState& s) {

@@ -217,4 +217,22 @@ TrainResult train(RankContext& ctx, Model& model, Optimizer& optimizer, Algorith
   return result;
 }
 
+void serve(RankContext& ctx, int workers, const Model& model, Algorithm& algorithm,
+           const TrainOptions& options) {
+  Transport& job = ctx.transport();
+  BAGUA_CHECK(job.rank() >= workers && job.rank() < job.size(),
+              "serve() on job rank " + std::to_string(job.rank()) + " of " +
+                  std::to_string(job.size()) + " with " + std::to_string(workers) + " workers");
+  check_layers(model);
+  const ServiceRanks ranks{&job, workers, job.size() - workers};
+  ServiceState state{
+      ctx,
+      ranks,
+      job.rank() - workers,
+      algorithm.buckets(model.layers(), options.bucket_bytes),
+      options.iterations,
+      BufferView(nullptr, 0, DType::kF32, model.materialized() ? &ctx.space() : &meta_space())};
+  algorithm.serve(state);
+}
+
 }  // namespace bagua

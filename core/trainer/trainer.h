@@ -88,4 +88,11 @@ class Diverged : public std::runtime_error {
 TrainResult train(RankContext& ctx, Model& model, Optimizer& optimizer, Algorithm& algorithm,
                   const TrainOptions& options, const IterationObserver& observer = {});
 
+// A service rank's part of a run (core/services.h): `algorithm`'s serve() for the buckets the workers'
+// train() makes of `model`'s layers (options.bucket_bytes), over options.iterations. `ctx` is the
+// service rank's own context, whose transport is the job group of `workers` workers and the service
+// ranks after them. `model` only gives its layers and whether it is materialized.
+void serve(RankContext& ctx, int workers, const Model& model, Algorithm& algorithm,
+           const TrainOptions& options);
+
 }  // namespace bagua

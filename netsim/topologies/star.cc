@@ -10,6 +10,9 @@ Star::Star(const Params&, const ClusterSpec& spec, const std::string&) : Topolog
   nic_base_ = static_cast<int>(links().size());
   for (int h = 0; h < spec.hosts; ++h)
     add_cable("host" + std::to_string(h) + ".nic", "host" + std::to_string(h), "switch", spec.nic);
+  // The CPU hosts on the same switch, their NIC links right after the worker hosts': host hosts + c's
+  // up link is nic_base_ + 2 (hosts + c), as route_between reads it.
+  place_cpu_hosts("switch");
 }
 
 void Star::route_between(int src, int dst, Route& route) const {

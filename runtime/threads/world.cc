@@ -33,8 +33,14 @@ class ThreadsContext final : public RankContext {
 
 }  // namespace
 
-ThreadsWorld::ThreadsWorld(int ranks, int ranks_per_host, Time watchdog)
-    : ranks_(ranks), ranks_per_host_(ranks_per_host), watchdog_(watchdog) {
+ThreadsWorld::ThreadsWorld(int ranks, int ranks_per_host, Time watchdog, int service_ranks)
+    : ranks_(ranks),
+      ranks_per_host_(ranks_per_host),
+      watchdog_(watchdog),
+      service_ranks_(service_ranks) {
+  if (service_ranks < 0)
+    throw ConfigError("threads world: service_ranks must be >= 0, got " +
+                      std::to_string(service_ranks));
   if (ranks < 1) throw ConfigError("threads world: ranks must be >= 1, got " + std::to_string(ranks));
   if (ranks_per_host < 1)
     throw ConfigError("threads world: ranks_per_host must be >= 1, got " +
@@ -49,18 +55,21 @@ void ThreadsWorld::run(const std::function<void(RankContext&)>& body) {
   std::shared_ptr<Mailbox> mailbox;
   Watchdog watchdog(watchdog_, [&mailbox](const std::string& line) { mailbox->abort(line); });
   mailbox = std::make_shared<Mailbox>(&watchdog);
-  std::vector<int> members(static_cast<size_t>(ranks_));
+  const int all = ranks_ + service_ranks_;
+  std::vector<int> members(static_cast<size_t>(all));
   std::iota(members.begin(), members.end(), 0);
+  // Workers on host r / ranks_per_host; service rank s on the host after them plus s.
+  const int worker_hosts = (ranks_ + ranks_per_host_ - 1) / ranks_per_host_;
   std::vector<int> hosts(members.size());
-  for (size_t r = 0; r < hosts.size(); ++r)
-    hosts[r] = static_cast<int>(r) / ranks_per_host_;
+  for (int r = 0; r < all; ++r)
+    hosts[static_cast<size_t>(r)] = r < ranks_ ? r / ranks_per_host_ : worker_hosts + (r - ranks_);
   const RealClock clock;
 
   std::mutex mu;
   std::exception_ptr first_error;
   std::vector<std::thread> threads;
   threads.reserve(members.size());
-  for (int r = 0; r < ranks_; ++r) {
+  for (int r = 0; r < all; ++r) {
     threads.emplace_back([&, r] {
       try {
         ThreadsContext ctx(std::make_unique<ThreadsTransport>(mailbox, 0, members, hosts, r), clock);

@@ -93,16 +93,17 @@ TEST(Baselines, PowerSgdWithErrorFeedbackReachesTheBaselineAndWithoutFallsBehind
 }
 
 TEST(Baselines, EachBaselinesConfigRunsThroughBaguaRun) {
-  // configs/baselines/{ddp,horovod,byteps}.json, through the `bagua run` command line, shrunk to 2
-  // hosts of 8 GPUs and 2 iterations: every point of each sweep runs and writes its row.
+  // configs/baselines/{ddp,horovod,byteps,byteps_cpu_servers}.json, through the `bagua run` command
+  // line, shrunk to 2 hosts of 8 GPUs (byteps_cpu_servers keeps its 16 CPU hosts) and 2 iterations:
+  // every point of each sweep runs and writes its row.
   namespace fs = std::filesystem;
   const char* env = std::getenv("BAGUA_SOURCE_DIR");
   const fs::path source =
       env ? fs::path(env) : fs::path(__FILE__).parent_path().parent_path().parent_path();
   const fs::path out = fs::temp_directory_path() / "bagua_baselines_configs_test";
   fs::remove_all(out);
-  for (const auto& [name, points] :
-       std::vector<std::pair<std::string, int>>{{"ddp", 5}, {"horovod", 4}, {"byteps", 2}}) {
+  for (const auto& [name, points] : std::vector<std::pair<std::string, int>>{
+           {"ddp", 5}, {"horovod", 4}, {"byteps", 2}, {"byteps_cpu_servers", 1}}) {
     SCOPED_TRACE(name);
     const std::string config = (source / "configs" / "baselines" / (name + ".json")).string();
     const std::string dir = (out / name).string();

@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "core/algorithms/ddp.h"
 #include "core/algorithms/horovod.h"
 #include "core/algorithms/tags.h"
+#include "core/services.h"
 #include "netsim/simulation.h"
 #include "tests/core/algorithms/harness.h"
 
@@ -468,6 +470,90 @@ TEST(Byteps, LocalRootsAloneTalkToServersAfterAnIntraHostReduce) {
                        r->log.bytes({2, 1, 0, tags::bucket(tags::kPull, 0)});
   EXPECT_EQ(push, 4000);  // the one partition, from the host whose server it is not
   EXPECT_EQ(pull, 4000);
+}
+
+// Servers on CPU hosts, worked out by hand. Two worker hosts of one GPU and two CPU hosts on a star,
+// every link 1 GB/s (1 byte per ns); a device link 1 us, a NIC link 5 us (the CPU hosts' too), so a
+// message between two hosts crosses device up, NIC up, NIC down, device down: 12 us. One layer of
+// 2'000'000 floats (8'000'000 B), forward 100 us, backward 200 us; partition_bytes 4'000'000 (a
+// multiple of 8 x 1 already): partitions key 0 (floats 0 .. 999'999) and key 1 (the rest), 4'000'000 B
+// each; djb2: 177'621 % 2 = 1 and 177'622 % 2 = 0, so key 0 is served by CPU host 1, key 1 by CPU host 0.
+// The tensor is ready at 300 us; a host of one GPU has no intra-host reduce or broadcast.
+//   push  each root sends both partitions at once: its device link and NIC up carry 2 flows, each CPU
+//         host's NIC down and device link down carry 2 (one from each root): every flow gets 0.5 GB/s,
+//         12 us + 4'000'000 B / 0.5 B per ns = 8'012 us, all in at 8'312 us
+//   sum   on the server, not charged (byteps.h: no figure to cite)
+//   pull  each server sends its sum to both roots, 2 flows per link again: 8'012 us, back at 16'324 us
+// The SGD step costs 1 ns (the huge memory bandwidth, as in the DDP case above): 16.324 ms + 1 ns per
+// iteration, every iteration alike. Colocated, for comparison: each host pushes the one partition its
+// peer serves over a NIC of its own, 12 + 4'000 us, and pulls as much back: 300 + 2 x 4'012 us =
+// 8.324 ms + 1 ns. (Two hosts and one tensor, so no pipelining of push and pull: the two placements'
+// ideal costs, max(M / B, n M / (k B)) and 2 (n - 1) M / (n B) in byteps.h, are both M / B here, and
+// the CPU servers' unoverlapped push and pull double it.)
+TEST(Byteps, ServersOnCpuHostsIterationIsWorkedOutByHand) {
+  netsim::ClusterSpec spec;
+  spec.hosts = 2;
+  spec.devices_per_host = 1;
+  spec.intra_host = {Bandwidth::gigabytes_per_second(1), Time::us(1)};
+  spec.nic = {Bandwidth::gigabytes_per_second(1), Time::us(5)};
+  spec.device = {1e18, Bandwidth::gigabytes_per_second(1e12)};
+  Registries reg;
+  for (const std::string servers : {"cpu_hosts", "colocated"}) {
+    spec.cpu_hosts =
+        servers == "cpu_hosts" ? netsim::CpuHostsSpec{2, spec.nic} : netsim::CpuHostsSpec{};
+    std::vector<TrainResult> results(2);
+    int served = 0;
+    std::mutex mu;
+    const std::map<std::string, ParamValue> params{{"servers", servers},
+                                                   {"partition_bytes", int64_t{4'000'000}}};
+    netsim::Simulation(spec).run([&](RankContext& ctx) {
+      TimedMetaModel model({2'000'000}, {Time::us(100)}, {Time::us(200)});
+      std::unique_ptr<Algorithm> byteps = make(reg, "byteps", params);
+      TrainOptions options;
+      options.iterations = 3;
+      if (ctx.transport().rank() >= 2) {
+        serve(ctx, 2, model, *byteps, options);
+        std::lock_guard<std::mutex> lock(mu);
+        ++served;
+        return;
+      }
+      std::optional<WorkerContext> worker;
+      if (spec.cpu_hosts.count > 0) worker.emplace(ctx, 2);
+      RankContext& rank_ctx = worker ? *worker : ctx;
+      Params sgd_params(sgd_schema(), {{"lr", 0.1}});
+      std::unique_ptr<Optimizer> sgd =
+          make_sgd(sgd_params, model.num_params(), Buffer::meta(DType::kF32, 1));
+      TrainResult r = train(rank_ctx, model, *sgd, *byteps, options);
+      std::lock_guard<std::mutex> lock(mu);
+      results[static_cast<size_t>(rank_ctx.transport().rank())] = std::move(r);
+    });
+    EXPECT_EQ(served, spec.cpu_hosts.count);
+    const int64_t want = servers == "cpu_hosts" ? 16'324'001 : 8'324'001;
+    for (const TrainResult& r : results) {
+      ASSERT_EQ(r.iterations.size(), 3u);
+      for (const IterationRecord& it : r.iterations)
+        EXPECT_EQ((it.end - it.begin).nanoseconds(), want)
+            << servers << " rank " << r.rank << " it " << it.iteration;
+    }
+  }
+}
+
+TEST(Byteps, ServersOnCpuHostsNeedTheCluster) {
+  // servers "cpu_hosts" in a world without service ranks: init names the parameter.
+  Registries reg;
+  RunSpec spec;
+  spec.algorithm = "byteps";
+  spec.params = {{"servers", std::string("cpu_hosts")}};
+  try {
+    run_algorithm(Backend::kSim, reg, spec);
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "algorithm.servers: \"cpu_hosts\" needs CPU hosts to run the servers on "
+              "(cluster.cpu_hosts)");
+  }
+  EXPECT_TRUE(make(reg, "byteps", {{"servers", std::string("cpu_hosts")}})->uses_service_ranks());
+  EXPECT_FALSE(make(reg, "byteps")->uses_service_ranks());
 }
 
 // ---- Exactness ------------------------------------------------------------------------------------
