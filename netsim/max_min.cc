@@ -33,7 +33,7 @@ int MaxMinSolver::add_flow(std::span<const int> links, double cap) {
 void MaxMinSolver::sift_up(size_t at) {
   const Entry e = heap_[at];
   while (at > 0) {
-    const size_t parent = (at - 1) / 2;
+    const size_t parent = (at - 1) / kArity;
     if (!before(e, heap_[parent])) break;
     place(at, heap_[parent]);
     at = parent;
@@ -45,9 +45,13 @@ void MaxMinSolver::sift_down(size_t at) {
   const size_t n = heap_.size();
   const Entry e = heap_[at];
   for (;;) {
-    size_t child = 2 * at + 1;
-    if (child >= n) break;
-    if (child + 1 < n && before(heap_[child + 1], heap_[child])) ++child;
+    const size_t first = kArity * at + 1;
+    if (first >= n) break;
+    // The least of the (up to kArity) children, side by side in memory.
+    size_t child = first;
+    const size_t last = std::min(first + kArity, n);
+    for (size_t c = first + 1; c < last; ++c)
+      if (before(heap_[c], heap_[child])) child = c;
     if (!before(heap_[child], e)) break;
     place(at, heap_[child]);
     at = child;
@@ -159,7 +163,7 @@ const std::vector<double>& MaxMinSolver::solve() {
   }
   for (size_t at = 0; at < heap_.size(); ++at)
     position_[static_cast<size_t>(heap_[at].item)] = static_cast<int32_t>(at);
-  for (size_t at = heap_.size() / 2; at-- > 0;)
+  for (size_t at = (heap_.size() + kArity - 1) / kArity; at-- > 0;)
     sift_down(at);
 
   while (frozen_count_ < n_flows && !heap_.empty()) {
