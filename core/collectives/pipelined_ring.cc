@@ -7,6 +7,7 @@
 
 #include "core/check.h"
 #include "core/collectives/nccl.h"
+#include "core/collectives/nccl_flow.h"
 #include "core/operation.h"
 #include "core/ops.h"
 
@@ -195,6 +196,8 @@ void pipelined_reduce_scatter(Transport& transport, const BufferView& data, Redu
                               const PipelineOptions& options) {
   const OperationScope scope("pipelined reduce-scatter");
   if (nothing_to_do(transport, data, options)) return;
+  if (FlowCapable* flow = flow_granularity(transport))
+    return flow_reduce_scatter(*flow, transport, data, tag, options);
   std::vector<RingStep> steps;
   add_reduce_scatter_steps(steps, transport.rank(), transport.size());
   run_ring(transport, data, op, tag, options, steps);
@@ -204,6 +207,8 @@ void pipelined_allgather(Transport& transport, const BufferView& data, Tag tag,
                          const PipelineOptions& options) {
   const OperationScope scope("pipelined allgather");
   if (nothing_to_do(transport, data, options)) return;
+  if (FlowCapable* flow = flow_granularity(transport))
+    return flow_allgather(*flow, transport, data, tag, options);
   std::vector<RingStep> steps;
   add_allgather_steps(steps, transport.rank(), transport.size());
   run_ring(transport, data, ReduceOp::kSum, tag, options, steps);
@@ -215,6 +220,8 @@ void pipelined_ring_allreduce(Transport& transport, const BufferView& data, Redu
   // 2 (ranks - 1) steps form one pipeline, as in runRing.
   const OperationScope scope("pipelined ring allreduce");
   if (nothing_to_do(transport, data, options)) return;
+  if (FlowCapable* flow = flow_granularity(transport))
+    return flow_ring_allreduce(*flow, transport, data, tag, options);
   std::vector<RingStep> steps;
   add_reduce_scatter_steps(steps, transport.rank(), transport.size());
   add_allgather_steps(steps, transport.rank(), transport.size());
@@ -230,6 +237,8 @@ void pipelined_broadcast(Transport& transport, const BufferView& data, int root,
   const int ranks = transport.size();
   BAGUA_CHECK(root >= 0 && root < ranks, "pipelined_broadcast: root " + std::to_string(root));
   if (nothing_to_do(transport, data, options)) return;
+  if (FlowCapable* flow = flow_granularity(transport))
+    return flow_broadcast(*flow, transport, data, root, tag, options);
   const int position = mod(transport.rank() - root, ranks);
   const int right = mod(transport.rank() + 1, ranks);
   const int left = mod(transport.rank() - 1, ranks);
@@ -260,6 +269,8 @@ void pipelined_reduce(Transport& transport, const BufferView& data, int root, Re
   const int ranks = transport.size();
   BAGUA_CHECK(root >= 0 && root < ranks, "pipelined_reduce: root " + std::to_string(root));
   if (nothing_to_do(transport, data, options)) return;
+  if (FlowCapable* flow = flow_granularity(transport))
+    return flow_reduce(*flow, transport, data, root, tag, options);
   const int position = mod(transport.rank() - root - 1, ranks);
   const int right = mod(transport.rank() + 1, ranks);
   const int left = mod(transport.rank() - 1, ranks);
