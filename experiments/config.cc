@@ -286,7 +286,8 @@ void check_memory(const PointConfig& p, double limit) {
 
 const std::vector<std::string> kClusterKeys = {
     "extends",  "hosts",  "devices_per_host", "intra_host", "nic",
-    "topology", "device", "factors",          "transport",  "cpu_hosts"};
+    "topology", "device", "factors",          "transport",  "cpu_hosts",
+    "collective_granularity"};
 
 // Replaces "extends" by the extended file's content (itself resolved), the keys given here overriding.
 Json resolve_extends(const Json& cluster, const FileLocator& files, int depth, std::string& chain) {
@@ -511,6 +512,16 @@ netsim::ClusterSpec parse_cluster(const Json& raw, bool simulated,
     if (spec.transport.ordered) {
       if (!net.contains("transport")) net["transport"] = Json{{"model", model}};
       net["transport"]["ordered"] = true;
+    }
+  }
+  // How NCCL's collectives are carried (core/collectives/nccl_flow.h): "slice" (the default) or
+  // "flow"; written to the resolved config only when "flow", so that the configs without it resolve
+  // (and hash) as before.
+  if (r.has("collective_granularity")) {
+    const std::string g = r.get_choice("collective_granularity", "slice", {"slice", "flow"});
+    if (g == "flow") {
+      spec.collective_granularity = collectives::CollectiveGranularity::kFlow;
+      net["collective_granularity"] = g;
     }
   }
   if (simulated) {

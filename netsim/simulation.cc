@@ -51,6 +51,13 @@ Time lone_transfer_time(const ClusterSpec& spec, int src, int dst, Bytes bytes) 
       "lone_transfer_time between ranks " + std::to_string(src) + " and " + std::to_string(dst));
   if (src == dst) return Time::zero();
   const std::unique_ptr<Topology> topology = make_topology(spec);
+  return lone_transfer_time(spec, *topology, src, dst, bytes);
+}
+
+Time lone_transfer_time(const ClusterSpec& spec, const Topology& topology_ref, int src, int dst,
+                        Bytes bytes) {
+  if (src == dst) return Time::zero();
+  const Topology* topology = &topology_ref;
   const Route route = topology->route(src, dst);
   const bool between_hosts = topology->host_of(src) != topology->host_of(dst);
   // LogGP's o at the sender and again at the receiver, between hosts (message_gap spaces consecutive

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/collectives/nccl_flow.h"
 #include "core/context.h"
 #include "core/params.h"
 #include "core/trace.h"
@@ -20,6 +21,8 @@
 #include "core/world.h"
 
 namespace bagua::netsim {
+
+class Topology;  // netsim/topology.h
 
 struct LinkSpec {
   Bandwidth bandwidth;
@@ -152,6 +155,10 @@ struct ClusterSpec {
   ModelFactors factors;
   TransportModel transport;
   CpuHostsSpec cpu_hosts;
+  // How NCCL's collectives (core/collectives/nccl.h) are carried: slice by slice (the default, what
+  // NCCL moves) or at flow granularity (core/collectives/nccl_flow.h: a few transfers per call and a
+  // closed-form pipeline term, for thousands of ranks; meta buffers only).
+  collectives::CollectiveGranularity collective_granularity = collectives::CollectiveGranularity::kSlice;
 
   // The workers: hosts x devices_per_host ranks, world ranks 0 .. world_size() - 1.
   int world_size() const { return hosts * devices_per_host; }
@@ -190,6 +197,10 @@ void validate_model(const ClusterSpec& spec, const std::string& prefix = "");
 // the alpha-beta closed form. For closed-form tests and for printing predicted costs before a run.
 // `spec` must be valid.
 Time lone_transfer_time(const ClusterSpec& spec, int src, int dst, Bytes bytes);
+// The same on `topology`, already built from `spec` (which must be valid): no checks, no topology
+// built (the simulated transport's FlowCapable::transfer_time).
+Time lone_transfer_time(const ClusterSpec& spec, const Topology& topology, int src, int dst,
+                        Bytes bytes);
 
 struct SimOptions {
   bool trace = false;          // record a Chrome trace-event timeline

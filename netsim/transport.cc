@@ -482,6 +482,21 @@ std::optional<LinkHint> SimTransport::link_hint() const {
                   spec.nic.latency};
 }
 
+collectives::CollectiveGranularity SimTransport::collective_granularity() const {
+  return world_.spec.collective_granularity;
+}
+
+void SimTransport::pause(Time d) {
+  BAGUA_CHECK(d >= Time::zero(), "SimTransport::pause of " + to_string(d));
+  if (d > Time::zero()) world_.fibers.sleep(d);
+}
+
+Time SimTransport::transfer_time(int src, int dst, Bytes bytes) const {
+  check_peer(src, "transfer_time");
+  check_peer(dst, "transfer_time");
+  return lone_transfer_time(world_.spec, world_.topology, world_rank(src), world_rank(dst), bytes);
+}
+
 std::unique_ptr<Transport> SimTransport::subgroup(std::span<const int> ranks) {
   const int me = subgroup_position(*this, ranks);
   std::vector<int> members;

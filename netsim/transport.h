@@ -47,6 +47,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/collectives/nccl_flow.h"
 #include "core/transport.h"
 #include "netsim/fibers.h"
 #include "netsim/flat_map.h"
@@ -221,7 +222,9 @@ class Mailbox {
   static constexpr size_t kMinSweep = 4096;
 };
 
-class SimTransport final : public Transport {
+// FlowCapable: NCCL's collectives at the cluster's collective_granularity (slice unless the cluster
+// asks for flow), pause as the fiber's sleep, and transfer_time as lone_transfer_time.
+class SimTransport final : public Transport, public collectives::FlowCapable {
  public:
   // `members[i]` is the world rank of group rank i; empty for the world group (identity).
   SimTransport(World& world, uint64_t group, std::vector<int> members, int rank);
@@ -232,6 +235,9 @@ class SimTransport final : public Transport {
   RequestPtr irecv(const BufferView& data, int src, Tag tag) override;
   std::unique_ptr<Transport> subgroup(std::span<const int> ranks) override;
   std::optional<LinkHint> link_hint() const override;
+  collectives::CollectiveGranularity collective_granularity() const override;
+  void pause(Time d) override;
+  Time transfer_time(int src, int dst, Bytes bytes) const override;
   // native_allreduce: not offered (the default returns false), collectives run the reference algorithm.
 
  private:

@@ -9,6 +9,7 @@
 
 #include "core/check.h"
 #include "core/collectives/nccl.h"
+#include "core/collectives/nccl_flow.h"
 #include "core/operation.h"
 #include "core/ops.h"
 
@@ -189,6 +190,8 @@ void double_tree_allreduce(Transport& transport, const BufferView& data, ReduceO
   const int ranks = transport.size();
   const int me = transport.rank();
   if (ranks == 1 || data.count() == 0) return;
+  if (FlowCapable* flow = flow_granularity(transport))
+    return flow_double_tree_allreduce(*flow, transport, data, tag, options);
   const HostLayout layout = host_layout(transport);
   const int parts = 2 * std::max(1, options.channels / 2);
   const Chunking chunking(data, parts);

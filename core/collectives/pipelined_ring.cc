@@ -7,6 +7,7 @@
 
 #include "core/check.h"
 #include "core/collectives/nccl.h"
+#include "core/collectives/nccl_flow.h"
 #include "core/operation.h"
 #include "core/ops.h"
 
@@ -223,6 +224,8 @@ void pipelined_reduce_scatter(Transport& transport, const BufferView& data, Redu
                               const PipelineOptions& options) {
   const OperationScope scope("pipelined reduce-scatter");
   if (nothing_to_do(transport, data, options)) return;
+  if (FlowCapable* flow = flow_granularity(transport))
+    return flow_reduce_scatter(*flow, transport, data, tag, options);
   std::vector<RingStep> steps;
   add_reduce_scatter_steps(steps, transport.rank(), transport.size());
   run_ring(transport, data, op, tag, options, steps, Layout::kRankMajor);
@@ -232,6 +235,8 @@ void pipelined_allgather(Transport& transport, const BufferView& data, Tag tag,
                          const PipelineOptions& options) {
   const OperationScope scope("pipelined allgather");
   if (nothing_to_do(transport, data, options)) return;
+  if (FlowCapable* flow = flow_granularity(transport))
+    return flow_allgather(*flow, transport, data, tag, options);
   std::vector<RingStep> steps;
   add_allgather_steps(steps, transport.rank(), transport.size());
   run_ring(transport, data, ReduceOp::kSum, tag, options, steps, Layout::kRankMajor);
@@ -243,6 +248,8 @@ void pipelined_ring_allreduce(Transport& transport, const BufferView& data, Redu
   // 2 (ranks - 1) steps form one pipeline, as in runRing.
   const OperationScope scope("pipelined ring allreduce");
   if (nothing_to_do(transport, data, options)) return;
+  if (FlowCapable* flow = flow_granularity(transport))
+    return flow_ring_allreduce(*flow, transport, data, tag, options);
   std::vector<RingStep> steps;
   add_reduce_scatter_steps(steps, transport.rank(), transport.size());
   add_allgather_steps(steps, transport.rank(), transport.size());
@@ -258,6 +265,8 @@ void pipelined_broadcast(Transport& transport, const BufferView& data, int root,
   const int ranks = transport.size();
   BAGUA_CHECK(root >= 0 && root < ranks, "pipelined_broadcast: root " + std::to_string(root));
   if (nothing_to_do(transport, data, options)) return;
+  if (FlowCapable* flow = flow_granularity(transport))
+    return flow_broadcast(*flow, transport, data, root, tag, options);
   const int position = mod(transport.rank() - root, ranks);
   const int right = mod(transport.rank() + 1, ranks);
   const int left = mod(transport.rank() - 1, ranks);
@@ -288,6 +297,8 @@ void pipelined_reduce(Transport& transport, const BufferView& data, int root, Re
   const int ranks = transport.size();
   BAGUA_CHECK(root >= 0 && root < ranks, "pipelined_reduce: root " + std::to_string(root));
   if (nothing_to_do(transport, data, options)) return;
+  if (FlowCapable* flow = flow_granularity(transport))
+    return flow_reduce(*flow, transport, data, root, tag, options);
   const int position = mod(transport.rank() - root - 1, ranks);
   const int right = mod(transport.rank() + 1, ranks);
   const int left = mod(transport.rank() - 1, ranks);

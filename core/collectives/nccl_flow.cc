@@ -1,0 +1,368 @@
+// NCCL's collectives at flow granularity (core/collectives/nccl_flow.h has the derivation).
+#include "core/collectives/nccl_flow.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/check.h"
+#include "core/operation.h"
+
+namespace bagua::collectives {
+
+std::string to_string(CollectiveGranularity g) {
+  return g == CollectiveGranularity::kFlow ? "flow" : "slice";
+}
+
+FlowCapable* flow_granularity(Transport& transport) {
+  auto* flow = dynamic_cast<FlowCapable*>(&transport);
+  if (flow == nullptr || flow->collective_granularity() != CollectiveGranularity::kFlow)
+    return nullptr;
+  return flow;
+}
+
+namespace {
+
+void require_meta(const BufferView& data) {
+  if (!data.is_meta())
+    throw ConfigError(
+        "cluster.collective_granularity: \"flow\" carries no data and needs meta buffers (a profile "
+        "workload); this workload's buffers hold data: use \"slice\"");
+}
+
+// A hop of each kind: alpha (an empty message) and its transmission time per byte while k streams
+// leave the rank at once, each at 1 / k of the rate: on the chain k = the streams whose first
+// slices go out together (the ring's channels; one for the tree, whose parts arrive apart), on the
+// window k = every peer stream of the rank (the ring's channels; the tree's parent and children).
+struct Hop {
+  Time alpha;
+  double chain_ns_per_byte = 0;
+  double window_ns_per_byte = 0;
+  static Time at(double ns_per_byte, Bytes bytes) {
+    return Time::ns(std::llround(static_cast<double>(bytes.count()) * ns_per_byte));
+  }
+  Time chain_transmit(Bytes bytes) const { return at(chain_ns_per_byte, bytes); }
+  Time window_transmit(Bytes bytes) const { return at(window_ns_per_byte, bytes); }
+  // What each slice adds while the window binds: alpha / W once alpha > (W - 1) tau (the W slices
+  // in flight cannot cover the hop's latency, and go in bursts of W that share the link and land
+  // together, every alpha + W tau); else nothing (the link streams).
+  Time window_latency(Bytes slice, int in_flight) const {
+    if (alpha <= window_transmit(slice) * (in_flight - 1)) return Time::zero();
+    return Time::ns(alpha.nanoseconds() / in_flight);
+  }
+};
+
+// The slicing of one chunk (the bytes of one step, per channel): its n slices, its first m = min(n, W)
+// (the burst: sent at once, they share the link and land together), the rest, and the bytes to
+// one peer over the whole call.
+struct Slicing {
+  Bytes slice;
+  Bytes burst;
+  Bytes rest;
+  int64_t slices = 1;  // n
+  int64_t m = 1;
+};
+Slicing slicing(size_t chunk_elements, size_t slice_elements, size_t element, int in_flight) {
+  Slicing s;
+  const size_t slice = std::max<size_t>(1, std::min(slice_elements, chunk_elements));
+  s.slices = static_cast<int64_t>(std::max<size_t>(1, (chunk_elements + slice - 1) / slice));
+  s.m = std::min<int64_t>(s.slices, in_flight);
+  const size_t burst = std::min(chunk_elements, slice * static_cast<size_t>(s.m));
+  s.slice = Bytes(static_cast<int64_t>(slice * element));
+  s.burst = Bytes(static_cast<int64_t>(burst * element));
+  s.rest = Bytes(static_cast<int64_t>((chunk_elements - burst) * element));
+  return s;
+}
+
+struct HopCosts {
+  Hop intra;  // a hop within a host
+  Hop inter;  // a hop between hosts
+  bool has_intra = false;
+  bool has_inter = false;
+
+  // The chain's hop: alpha + the burst.
+  static Time chain_hop(const Hop& h, const Slicing& s) { return h.alpha + h.chain_transmit(s.burst); }
+  // Of the slower kind: the last step's slices after the burst, and the window term for
+  // `slices_to_peer` slices of `bytes_to_peer` bytes in all.
+  Time tail(const Slicing& s, int in_flight) const {
+    return slower([&](const Hop& h) {
+      return h.window_latency(s.slice, in_flight) * (s.slices - s.m) + h.window_transmit(s.rest);
+    });
+  }
+  Time window(const Slicing& s, int in_flight, int64_t slices_to_peer, Bytes bytes_to_peer) const {
+    return slower([&](const Hop& h) {
+      return h.window_latency(s.slice, in_flight) * slices_to_peer + h.window_transmit(bytes_to_peer);
+    });
+  }
+  template <class F>
+  Time slower(F f) const {
+    Time t;
+    if (has_intra) t = std::max(t, f(intra));
+    if (has_inter) t = std::max(t, f(inter));
+    return t;
+  }
+};
+
+struct Sharing {
+  int chain = 1;
+  int window = 1;
+};
+
+// The rate is probed with one GiB, so that the transport's rounding to whole nanoseconds is lost in
+// it (1 GiB at 12.5 bytes per ns: 85'899'346 ns for 85'899'345.92).
+constexpr int64_t kProbeBytes = int64_t{1} << 30;
+
+Hop hop_cost(FlowCapable& flow, int src, int dst, Sharing sharing) {
+  const Time alpha = flow.transfer_time(src, dst, Bytes(0));
+  const double per_byte =
+      static_cast<double>((flow.transfer_time(src, dst, Bytes(kProbeBytes)) - alpha).nanoseconds()) /
+      static_cast<double>(kProbeBytes);
+  return {alpha, per_byte * sharing.chain, per_byte * sharing.window};
+}
+
+// The costs of the first pair of each kind among `pairs` (src, dst).
+template <class Pairs>
+HopCosts hop_costs(FlowCapable& flow, const Transport& transport, const Pairs& pairs,
+                   const Slicing& s, Sharing sharing) {
+  HopCosts costs;
+  for (const auto& [src, dst] : pairs) {
+    const bool between = transport.host_of(src) != transport.host_of(dst);
+    if (between && !costs.has_inter) {
+      costs.inter = hop_cost(flow, src, dst, sharing);
+      costs.has_inter = true;
+    } else if (!between && !costs.has_intra) {
+      costs.intra = hop_cost(flow, src, dst, sharing);
+      costs.has_intra = true;
+    }
+    if (costs.has_intra && costs.has_inter) break;
+  }
+  return costs;
+}
+
+// The ring's hops i -> i + 1 as (src, dst) pairs, lazily.
+struct RingPairs {
+  int ranks;
+  struct Iterator {
+    int i;
+    int ranks;
+    std::pair<int, int> operator*() const { return {i, mod(i + 1, ranks)}; }
+    Iterator& operator++() {
+      ++i;
+      return *this;
+    }
+    bool operator!=(const Iterator& o) const { return i != o.i; }
+  };
+  Iterator begin() const { return {0, ranks}; }
+  Iterator end() const { return {ranks, ranks}; }
+};
+
+// The cost of the `hops` ring hops ending at rank `end` (hop i is i -> i + 1): full rounds, then the
+// rest, each hop costed by its kind.
+Time ring_chain(const Transport& transport, Time intra, Time inter, int64_t hops, int end) {
+  const int ranks = transport.size();
+  auto cost_of = [&](int i) {
+    return transport.host_of(i) != transport.host_of(mod(i + 1, ranks)) ? inter : intra;
+  };
+  Time round;
+  for (int i = 0; i < ranks; ++i)
+    round = round + cost_of(i);
+  Time chain = round * (hops / ranks);
+  for (int64_t k = 1; k <= hops % ranks; ++k)
+    chain = chain + cost_of(mod(end - static_cast<int>(k), ranks));
+  return chain;
+}
+
+// Per channel, `send[c]` elements to `right` and `recv[c]` from `left` (0: none), all posted at once;
+// then the pipeline `term` waited for alongside them.
+void exchange(FlowCapable& flow, Transport& transport, const BufferView& data, Tag tag, int right,
+              int left, const std::vector<size_t>& send, const std::vector<size_t>& recv, Time term) {
+  size_t most = 1;
+  for (size_t c = 0; c < send.size(); ++c)
+    most = std::max({most, send[c], recv[c]});
+  const Buffer scratch = Buffer::like(data, data.dtype(), most);
+  std::vector<RequestPtr> requests;
+  for (size_t c = 0; c < send.size(); ++c) {
+    if (recv[c] > 0) requests.push_back(transport.irecv(scratch.view().slice(0, recv[c]), left, tag));
+    if (send[c] > 0) requests.push_back(transport.isend(scratch.view().slice(0, send[c]), right, tag));
+  }
+  if (term > Time::zero()) flow.pause(term);
+  wait_all(requests);
+}
+
+enum class RingKind { kReduceScatter, kAllgather, kAllreduce };
+
+// The ring collectives: per channel part of `part` elements cut into P chunks, the rank sends every
+// chunk but its own (reduce-scatter) and every chunk but its right neighbour's (allgather), as
+// pipelined_ring.cc's steps do.
+void flow_ring(FlowCapable& flow, Transport& transport, const BufferView& data, Tag tag,
+               const PipelineOptions& options, RingKind kind) {
+  require_meta(data);
+  const int ranks = transport.size();
+  const int rank = transport.rank();
+  const int right = mod(rank + 1, ranks);
+  const int left = mod(rank - 1, ranks);
+  const int channels = options.channels;
+  const Chunking parts(data, channels);
+  auto sent_by = [&](int who, size_t part) {
+    const size_t own = chunk_range(part, ranks, who).count;
+    const size_t next = chunk_range(part, ranks, mod(who + 1, ranks)).count;
+    switch (kind) {
+      case RingKind::kReduceScatter: return part - own;
+      case RingKind::kAllgather: return part - next;
+      case RingKind::kAllreduce: return 2 * part - own - next;
+    }
+    return size_t{0};
+  };
+  std::vector<size_t> send;
+  std::vector<size_t> recv;
+  for (int c = 0; c < channels; ++c) {
+    const size_t part = parts.chunk(c).count();
+    send.push_back(sent_by(rank, part));
+    recv.push_back(sent_by(left, part));
+  }
+  const size_t element = size_of(data.dtype());
+  const int in_flight = options.slices_in_flight();
+  const size_t chunk = (parts.max_count() + ranks - 1) / static_cast<size_t>(ranks);
+  const Slicing s = slicing(chunk, options.slice_elements(element), element, in_flight);
+  const int64_t hops = kind == RingKind::kAllreduce ? 2 * (ranks - 1) : ranks - 1;
+  const HopCosts costs = hop_costs(flow, transport, RingPairs{ranks}, s, {channels, channels});
+  const Time chain_hops = ring_chain(transport, HopCosts::chain_hop(costs.intra, s),
+                                     HopCosts::chain_hop(costs.inter, s), hops, rank);
+  const Time chain = chain_hops + costs.tail(s, in_flight);
+  const Bytes chunk_bytes = s.burst + s.rest;
+  const Time window = costs.window(s, in_flight, hops * s.slices, chunk_bytes * hops);
+  exchange(flow, transport, data, tag, right, left, send, recv, std::max(chain, window));
+}
+
+// Broadcast and reduce: a chain of P - 1 hops from position 0 to position P - 1 (position p = rank -
+// first); every rank but the last sends each channel's whole part to its right, slice by slice.
+void flow_chain(FlowCapable& flow, Transport& transport, const BufferView& data, int first, Tag tag,
+                const PipelineOptions& options) {
+  require_meta(data);
+  const int ranks = transport.size();
+  const int rank = transport.rank();
+  const int position = mod(rank - first, ranks);
+  const Chunking parts(data, options.channels);
+  std::vector<size_t> send;
+  std::vector<size_t> recv;
+  for (int c = 0; c < options.channels; ++c) {
+    const size_t part = parts.chunk(c).count();
+    send.push_back(position < ranks - 1 ? part : 0);
+    recv.push_back(position > 0 ? part : 0);
+  }
+  const size_t element = size_of(data.dtype());
+  const int in_flight = options.slices_in_flight();
+  const Slicing s = slicing(parts.max_count(), options.slice_elements(element), element, in_flight);
+  const HopCosts costs =
+      hop_costs(flow, transport, RingPairs{ranks}, s, {options.channels, options.channels});
+  // The hops from position 0 to this rank's position (the last rank's is the whole chain).
+  const Time chain_hops = ring_chain(transport, HopCosts::chain_hop(costs.intra, s),
+                                     HopCosts::chain_hop(costs.inter, s), position, rank);
+  const Time chain = chain_hops + costs.tail(s, in_flight);
+  const Time window = costs.window(s, in_flight, s.slices, s.burst + s.rest);
+  exchange(flow, transport, data, tag, mod(rank + 1, ranks), mod(rank - 1, ranks), send, recv,
+           position == 0 ? window : std::max(chain, window));
+}
+
+}  // namespace
+
+void flow_reduce_scatter(FlowCapable& flow, Transport& transport, const BufferView& data, Tag tag,
+                         const PipelineOptions& options) {
+  flow_ring(flow, transport, data, tag, options, RingKind::kReduceScatter);
+}
+
+void flow_allgather(FlowCapable& flow, Transport& transport, const BufferView& data, Tag tag,
+                    const PipelineOptions& options) {
+  flow_ring(flow, transport, data, tag, options, RingKind::kAllgather);
+}
+
+void flow_ring_allreduce(FlowCapable& flow, Transport& transport, const BufferView& data, Tag tag,
+                         const PipelineOptions& options) {
+  flow_ring(flow, transport, data, tag, options, RingKind::kAllreduce);
+}
+
+void flow_broadcast(FlowCapable& flow, Transport& transport, const BufferView& data, int root,
+                    Tag tag, const PipelineOptions& options) {
+  flow_chain(flow, transport, data, root, tag, options);
+}
+
+void flow_reduce(FlowCapable& flow, Transport& transport, const BufferView& data, int root, Tag tag,
+                 const PipelineOptions& options) {
+  flow_chain(flow, transport, data, mod(root + 1, transport.size()), tag, options);
+}
+
+void flow_double_tree_allreduce(FlowCapable& flow, Transport& transport, const BufferView& data,
+                                Tag tag, const PipelineOptions& options) {
+  // Part p goes up tree p mod 2 and back down it: a rank sends the part to its parent and to each
+  // child, and receives it from each child and from its parent, per part, every transfer posted at
+  // once in part order (the same order on both sides of every pair). The chain: slice 0 up the
+  // deepest path of its tree (hosts' chains of ranks, then the hosts' binary tree) and down to this
+  // rank; the window: the part's slices to one peer.
+  require_meta(data);
+  const int me = transport.rank();
+  const HostLayout layout = host_layout(transport);
+  const int parts = 2 * std::max(1, options.channels / 2);
+  const Chunking chunking(data, parts);
+  const size_t element = size_of(data.dtype());
+  const int in_flight = options.slices_in_flight();
+  const Slicing s = slicing(chunking.max_count(), options.slice_elements(element), element, in_flight);
+  const int nodes = static_cast<int>(layout.hosts.size());
+  std::vector<std::pair<int, int>> pairs;
+  if (layout.hosts[0].size() > 1) pairs.emplace_back(layout.hosts[0][0], layout.hosts[0][1]);
+  if (nodes > 1) pairs.emplace_back(layout.hosts[0][0], layout.hosts[1][0]);
+  // A rank is inner in one tree (parent and two children) and a leaf in the other (its parent): four
+  // peer streams per two parts.
+  const HopCosts costs = hop_costs(flow, transport, pairs, s, {1, 4 * parts / 2});
+  size_t most_ranks_per_host = 0;
+  for (const std::vector<int>& host : layout.hosts)
+    most_ranks_per_host = std::max(most_ranks_per_host, host.size());
+
+  Time longest_wait;
+  std::vector<RequestPtr> requests;
+  const Buffer scratch = Buffer::like(data, data.dtype(), std::max<size_t>(chunking.max_count(), 1));
+  for (int p = 0; p < parts; ++p) {
+    const int tree = p % 2;
+    const size_t count = chunking.chunk(p).count();
+    const BufferView piece = scratch.view().slice(0, count);
+    const TreePlace place = double_tree_place(layout, me, tree);
+    // Up: from the children, to the parent; down: from the parent, to the children.
+    if (count > 0) {
+      for (int child : place.children)
+        requests.push_back(transport.irecv(piece, child, tag));
+      if (place.parent >= 0) requests.push_back(transport.isend(piece, place.parent, tag));
+      if (place.parent >= 0) requests.push_back(transport.irecv(piece, place.parent, tag));
+      for (int child : place.children)
+        requests.push_back(transport.isend(piece, child, tag));
+    }
+    // The deepest path up: a host's chain below its head, then the hosts' tree to its root.
+    int host_depth = 0;
+    for (int node = 0; node < nodes; ++node) {
+      int depth = 0;
+      for (int at = node; dtree_links(nodes, at, tree).parent >= 0; at = dtree_links(nodes, at, tree).parent)
+        ++depth;
+      host_depth = std::max(host_depth, depth);
+    }
+    const int64_t up_intra = static_cast<int64_t>(most_ranks_per_host) - 1;
+    // Down to this rank: its own path to the root.
+    int64_t down_intra = 0;
+    int64_t down_inter = 0;
+    for (int at = me;;) {
+      const int parent = double_tree_place(layout, at, tree).parent;
+      if (parent < 0) break;
+      (transport.host_of(parent) == transport.host_of(at) ? down_intra : down_inter) += 1;
+      at = parent;
+    }
+    const Time chain = HopCosts::chain_hop(costs.intra, s) * (up_intra + down_intra) +
+                       HopCosts::chain_hop(costs.inter, s) * (host_depth + down_inter) +
+                       costs.tail(s, in_flight);
+    // The window of one peer: the part's slices, W at a time.
+    const Time window = costs.window(s, in_flight, s.slices, s.burst + s.rest);
+    longest_wait = std::max({longest_wait, chain, window});
+  }
+  if (longest_wait > Time::zero()) flow.pause(longest_wait);
+  wait_all(requests);
+}
+
+}  // namespace bagua::collectives
