@@ -254,12 +254,15 @@ TEST(ProfileFiles, TotalsMatchThePublishedTotals) {
       const ProfileSpec spec = to_spec(j);
       const size_t total = total_params(spec);
       EXPECT_EQ(total, j.at("total_params").get<size_t>()) << file;
-      if (p.tolerance == 0)
+      if (p.tolerance == 0) {
         EXPECT_EQ(total, p.params) << file;
-      else
+      } else {
         EXPECT_NEAR(static_cast<double>(total), static_cast<double>(p.params), p.tolerance * p.params)
             << file;
-      if (p.exact) EXPECT_EQ(total, p.exact) << file;
+      }
+      if (p.exact) {
+        EXPECT_EQ(total, p.exact) << file;
+      }
       EXPECT_EQ(j.at("published_params").get<size_t>(), p.params) << file;
       if (p.forward_gmacs > 0) {
         double flops = 0;
@@ -301,12 +304,14 @@ TEST(ProfileFiles, TimesAddUpToTheMeasurementAndFollowTheFlops) {
       EXPECT_NEAR(total_us / 1e3, iteration_ms, 1e-4 * iteration_ms) << file;
       // A measured profile's times add up to the cited measurement itself.
       const double batch = static_cast<double>(j.at("batch_size").get<int64_t>());
-      if (measured.contains("throughput_per_s"))
+      if (measured.contains("throughput_per_s")) {
         EXPECT_NEAR(batch / (total_us / 1e6), measured.at("throughput_per_s").get<double>(),
                     2e-4 * measured.at("throughput_per_s").get<double>())
             << file;
-      if (measured.contains("forward_ms"))
+      }
+      if (measured.contains("forward_ms")) {
         EXPECT_NEAR(forward_us / 1e3, measured.at("forward_ms").get<double>(), 1e-3) << file;
+      }
       if (measured.contains("citation"))
         EXPECT_FALSE(measured.at("citation").get<std::string>().empty()) << file;
       else  // derived from other profiles: it names them

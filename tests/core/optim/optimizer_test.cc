@@ -113,7 +113,9 @@ TEST(Optimizers, AdamwDecaysTheWeightsApartFromTheMoments) {
   for (size_t i = 0; i < 4; ++i) {
     const double m1 = (1 - b1) * kG1[i], v1 = (1 - b2) * kG1[i] * kG1[i];
     const double w1 = kW0[i] * (1 - lr * wd) - lr * (m1 / (1 - b1)) / (std::sqrt(v1 / (1 - b2)) + eps);
-    if (i == 0) EXPECT_NEAR(w1, 0.985, 1e-9);
+    if (i == 0) {
+      EXPECT_NEAR(w1, 0.985, 1e-9);
+    }
     const double m2 = b1 * m1 + (1 - b1) * kG2[i], v2 = b2 * v1 + (1 - b2) * kG2[i] * kG2[i];
     two.push_back(w1 * (1 - lr * wd) - lr * (m2 / 0.19) / (std::sqrt(v2 / 0.001999) + eps));
   }

@@ -331,11 +331,12 @@ TEST(MpiCollectives, NcclsPipelinedRingAndDoubleTree) {
             << "nccl, P=" << t.size() << " count " << count;
         Buffer root_data = contributions(t.rank(), count);
         collectives::pipelined_reduce(t, root_data, 0, ReduceOp::kSum, 33, o);
-        if (t.rank() == 0)
+        if (t.rank() == 0) {
           EXPECT_EQ(first_mismatch(root_data.as<int32_t>(),
                                    [&](size_t i) { return reduced(ReduceOp::kSum, t.size(), i); }),
                     "")
               << "pipelined reduce, P=" << t.size() << " count " << count;
+        }
         collectives::pipelined_broadcast(t, root_data, 0, 34, o);
         EXPECT_EQ(first_mismatch(root_data.as<int32_t>(),
                                  [&](size_t i) { return reduced(ReduceOp::kSum, t.size(), i); }),
