@@ -387,6 +387,28 @@ TEST(Exactness, QAdamCompressedPhaseKeepsEveryRankOnTheSameWeights) {
   }
 }
 
+// `after` (a collective choice that moves the same bytes differently) trains every rank to exactly
+// `before`'s 16 weights, which moved from zero, and on the simulator finishes no later than `before`
+// (strictly earlier when `strictly_earlier`).
+void expect_same_weights_no_later(Backend backend, const RunSpec& spec, const RunResult& before,
+                                  const RunResult& after, bool strictly_earlier) {
+  for (int rank = 0; rank < spec.ranks; ++rank) {
+    const auto r = static_cast<size_t>(rank);
+    ASSERT_EQ(after.weights[r].size(), 16u) << describe(backend, spec);
+    EXPECT_EQ(std::memcmp(before.weights[r].data(), after.weights[r].data(), 16 * sizeof(float)), 0)
+        << describe(backend, spec) << ": rank " << rank;
+    EXPECT_NE(before.weights[r], std::vector<float>(16, 0.0f)) << "the weights moved";
+    if (backend != Backend::kSim) continue;
+    if (strictly_earlier) {
+      EXPECT_LT(after.train[r].finish, before.train[r].finish)
+          << describe(backend, spec) << ": rank " << rank;
+    } else {
+      EXPECT_LE(after.train[r].finish, before.train[r].finish)
+          << describe(backend, spec) << ": rank " << rank;
+    }
+  }
+}
+
 TEST(Exactness, BytegradAndQAdamTrainBitIdenticallyWithNcclsAlltoall) {
   // The grouped alltoall moves the same slots as the pairwise exchange, into the same places, and C_LP_S
   // reduces them in rank order after all have arrived: the same weights, bit for bit. Only the time
@@ -407,18 +429,7 @@ TEST(Exactness, BytegradAndQAdamTrainBitIdenticallyWithNcclsAlltoall) {
         RunResult pairwise = run_algorithm(backend, reg, spec);
         spec.params["alltoall"] = std::string("nccl");
         RunResult grouped = run_algorithm(backend, reg, spec);
-        for (int rank = 0; rank < spec.ranks; ++rank) {
-          const auto r = static_cast<size_t>(rank);
-          ASSERT_EQ(grouped.weights[r].size(), 16u) << describe(backend, spec);
-          EXPECT_EQ(
-              std::memcmp(pairwise.weights[r].data(), grouped.weights[r].data(), 16 * sizeof(float)), 0)
-              << describe(backend, spec) << ": rank " << rank;
-          EXPECT_NE(pairwise.weights[r], std::vector<float>(16, 0.0f)) << "the weights moved";
-          if (backend == Backend::kSim) {
-            EXPECT_LT(grouped.train[r].finish, pairwise.train[r].finish)
-                << describe(backend, spec) << ": rank " << rank;
-          }
-        }
+        expect_same_weights_no_later(backend, spec, pairwise, grouped, /*strictly_earlier=*/true);
       }
 }
 
@@ -445,22 +456,7 @@ TEST(Exactness, BytegradAndQAdamTrainBitIdenticallyWithNcclsAllgather) {
         RunResult ring = run_algorithm(backend, reg, spec);
         spec.params["allgather"] = std::string("nccl");
         RunResult nccl = run_algorithm(backend, reg, spec);
-        for (int rank = 0; rank < spec.ranks; ++rank) {
-          const auto r = static_cast<size_t>(rank);
-          ASSERT_EQ(nccl.weights[r].size(), 16u) << describe(backend, spec);
-          EXPECT_EQ(std::memcmp(ring.weights[r].data(), nccl.weights[r].data(), 16 * sizeof(float)), 0)
-              << describe(backend, spec) << ": rank " << rank;
-          EXPECT_NE(ring.weights[r], std::vector<float>(16, 0.0f)) << "the weights moved";
-          if (backend == Backend::kSim) {
-            if (hierarchical) {
-              EXPECT_LE(nccl.train[r].finish, ring.train[r].finish)
-                  << describe(backend, spec) << ": rank " << rank;
-            } else {
-              EXPECT_LT(nccl.train[r].finish, ring.train[r].finish)
-                  << describe(backend, spec) << ": rank " << rank;
-            }
-          }
-        }
+        expect_same_weights_no_later(backend, spec, ring, nccl, /*strictly_earlier=*/!hierarchical);
       }
 }
 
