@@ -29,4 +29,15 @@ void run_ranks(Backend backend, int ranks, const std::function<void(RankContext&
   netsim::Simulation(spec).run(body);
 }
 
+netsim::ClusterSpec timing_star(int hosts, int devices_per_host, Time nic_latency) {
+  netsim::ClusterSpec spec;
+  spec.hosts = hosts;
+  spec.devices_per_host = devices_per_host;
+  spec.intra_host = {Bandwidth::bytes_per_second(1e15), Time::zero()};
+  spec.nic = {Bandwidth::gbps(100), nic_latency};
+  spec.topology = {"star", {}};
+  spec.device = {1e12, Bandwidth::gigabytes_per_second(100)};
+  return spec;
+}
+
 }  // namespace bagua::testing

@@ -17,18 +17,14 @@
 #include "core/ops.h"
 #include "netsim/simulation.h"
 
+#include "tests/support/worlds.h"
+
 namespace bagua::collectives {
 namespace {
 
 netsim::ClusterSpec star(int hosts, int devices_per_host = 1, Time nic_latency = Time::us(1),
                          CollectiveGranularity g = CollectiveGranularity::kSlice) {
-  netsim::ClusterSpec spec;
-  spec.hosts = hosts;
-  spec.devices_per_host = devices_per_host;
-  spec.intra_host = {Bandwidth::bytes_per_second(1e15), Time::zero()};
-  spec.nic = {Bandwidth::gbps(100), nic_latency};
-  spec.topology = {"star", {}};
-  spec.device = {1e12, Bandwidth::gigabytes_per_second(100)};
+  netsim::ClusterSpec spec = testing::timing_star(hosts, devices_per_host, nic_latency);
   spec.collective_granularity = g;
   return spec;
 }

@@ -17,6 +17,8 @@
 #include "core/ops.h"
 #include "netsim/simulation.h"
 
+#include "tests/support/worlds.h"
+
 namespace bagua::collectives {
 namespace {
 
@@ -24,14 +26,7 @@ constexpr int64_t kRouteLatencyNs = 2000;
 constexpr double kBytesPerNs = 12.5;
 
 netsim::ClusterSpec star(int hosts, int devices_per_host = 1, Time nic_latency = Time::us(1)) {
-  netsim::ClusterSpec spec;
-  spec.hosts = hosts;
-  spec.devices_per_host = devices_per_host;
-  spec.intra_host = {Bandwidth::bytes_per_second(1e15), Time::zero()};
-  spec.nic = {Bandwidth::gbps(100), nic_latency};
-  spec.topology = {"star", {}};
-  spec.device = {1e12, Bandwidth::gigabytes_per_second(100)};
-  return spec;
+  return testing::timing_star(hosts, devices_per_host, nic_latency);
 }
 
 Time simulate(const netsim::ClusterSpec& spec, const std::function<void(Transport&)>& body) {
