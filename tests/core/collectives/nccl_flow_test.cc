@@ -4,6 +4,8 @@
 // The star (nccl_sim_time_test.cc's): hosts of `devices` ranks, NIC links of B = 100 Gbit/s = 12.5
 // bytes per ns and 1 us each way (a route between hosts: L = 2000 ns), device links of 1 PB/s and no
 // latency. A message of m bytes between two hosts alone takes L + ceil(m / B).
+#include "core/collectives/nccl_flow.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -13,10 +15,8 @@
 
 #include "core/check.h"
 #include "core/collectives/nccl.h"
-#include "core/collectives/nccl_flow.h"
 #include "core/ops.h"
 #include "netsim/simulation.h"
-
 #include "tests/support/worlds.h"
 
 namespace bagua::collectives {
@@ -96,9 +96,8 @@ TEST(NcclFlow, TheWindowBindsAtHighLatency) {
 TEST(NcclFlow, MaterializedBuffersAreRefusedNamingTheSetting) {
   const Buffer data = Buffer::host(DType::kF32, 1000);
   try {
-    simulate(flow(star(2)), [&](Transport& tr) {
-      pipelined_ring_allreduce(tr, data.view(), ReduceOp::kSum, 1);
-    });
+    simulate(flow(star(2)),
+             [&](Transport& tr) { pipelined_ring_allreduce(tr, data.view(), ReduceOp::kSum, 1); });
     FAIL() << "expected a ConfigError";
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("cluster.collective_granularity"), std::string::npos)
@@ -139,10 +138,11 @@ TEST(NcclFlow, AgreesWithTheSliceModelAt32Ranks) {
         auto body = [&](Transport& tr) { c.run(tr, data.view()); };
         const Time slice_time = simulate(spec, body);
         const Time flow_time = simulate(flow(spec), body);
-        std::printf("%-15s %4lld MiB, NIC latency %8.1f us: slice %12.1f us, flow %12.1f us, %+.1f %%\n",
-                    c.name, static_cast<long long>(bytes >> 20), latency.microseconds(),
-                    slice_time.microseconds(), flow_time.microseconds(),
-                    100 * (flow_time.seconds() / slice_time.seconds() - 1));
+        std::printf(
+            "%-15s %4lld MiB, NIC latency %8.1f us: slice %12.1f us, flow %12.1f us, %+.1f %%\n",
+            c.name, static_cast<long long>(bytes >> 20), latency.microseconds(),
+            slice_time.microseconds(), flow_time.microseconds(),
+            100 * (flow_time.seconds() / slice_time.seconds() - 1));
         // Measured (this test's lines): the rings within 3.4 %, broadcast and reduce within 6.6 %, the
         // double tree within 9 %.
         const std::string name = c.name;
