@@ -35,7 +35,7 @@ void barrier(Transport& transport) {
 
 TracingContext::TracingContext(RankContext& inner, const TraceFilter& filter)
     : inner_(inner),
-      tracer_(inner.transport().rank(), filter, inner.clock()),
+      tracer_(inner.transport().rank(), filter),
       clock_(inner.clock(), tracer_) {
   barrier(inner_.transport());
   tracer_.zero = inner_.clock().now();

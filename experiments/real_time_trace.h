@@ -43,8 +43,7 @@ class TracingContext final : public RankContext {
  private:
   class RecordingTracer final : public Tracer {
    public:
-    RecordingTracer(int rank, const TraceFilter& filter, Clock& clock)
-        : rank_(rank), log_(filter), clock_(clock) {}
+    RecordingTracer(int rank, const TraceFilter& filter) : rank_(rank), log_(filter) {}
     void span(std::string_view name, std::string_view category, int track, Time begin,
               Time end) override;
     void begin_iteration(int64_t k) override;
@@ -55,7 +54,6 @@ class TracingContext final : public RankContext {
     int rank_;
     std::mutex mu_;  // the communication stream's thread records too
     TraceLog log_;
-    Clock& clock_;
   };
 
   // Forwards to the inner clock; records each compute of a profiled duration.

@@ -928,18 +928,18 @@ void qsgd_decode(const uint8_t* y, size_t n, size_t chunk_size, uint32_t levels,
       codes[e - tile] = get();
     for (e = tile; e < tile_end;) {
       const size_t i = e / chunks.chunk;
-      const float unit = load_f32(y + 4 * i) / s;
+      const float unit = load_f32(y + 4 * i) / s, cap = qsgd_cap(unit);
       const size_t end = std::min(tile_end, chunks.begin(i) + chunks.length(i));
       size_t j = e;
       for (; j + 8 <= end; j += 8) {
         const U32x8 code = load<U32x8>(codes + (j - tile));
-        const F32x8 magnitude =
-            __builtin_convertvector(bits_as<I32x8>(code & level_mask), F32x8) * unit;
+        F32x8 magnitude = __builtin_convertvector(bits_as<I32x8>(code & level_mask), F32x8) * unit;
+        magnitude = magnitude > cap ? cap : magnitude;  // qsgd_value's saturation (NaN stays)
         const U32x8 sign = bits_as<U32x8>((code >> level_bits) != 0u) & 0x80000000u;
         store(x + j, bits_as<U32x8>(magnitude) ^ sign);
       }
       for (; j < end; ++j)
-        x[j] = qsgd_value(codes[j - tile], unit, level_bits);
+        x[j] = qsgd_value(codes[j - tile], unit, cap, level_bits);
       e = end;
     }
   }

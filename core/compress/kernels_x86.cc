@@ -847,16 +847,17 @@ BAGUA_AVX512 void decode_chunks(const uint8_t* y, size_t n, size_t chunk_size, u
   const uint8_t* const stream = y + 4 * chunks.count;
   const uint8_t* const stream_end = stream + compress_detail::div_up(n * bytes, 8);
   for (size_t i = 0; i < chunks.count; ++i) {
-    const float unit = compress_detail::load_f32(y + 4 * i) / s;
-    const __m512 units = _mm512_set1_ps(unit);
+    const float unit = compress_detail::load_f32(y + 4 * i) / s, cap = qsgd_cap(unit);
+    const __m512 units = _mm512_set1_ps(unit), caps = _mm512_set1_ps(cap);
     const size_t begin = chunks.begin(i), len = chunks.length(i);
     float* chunk = x + begin;
     const uint8_t* p = stream + begin / 8 * bytes;
     size_t j = 0;
     for (; j + 16 <= len; j += 16, p += 2 * bytes) {
       const __m512i codes = load16<kCodeBits>(p, bytes, low_bits, p + bytes + 8 <= stream_end);
-      const __m512 magnitude =
-          _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_and_si512(codes, level_mask)), units);
+      // qsgd_value's saturation: min(cap, m) is m where m is NaN (vminps returns its second operand).
+      const __m512 magnitude = _mm512_min_ps(
+          caps, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_and_si512(codes, level_mask)), units));
       _mm512_storeu_ps(chunk + j, _mm512_mask_xor_ps(magnitude, _mm512_test_epi32_mask(codes, sign_bit),
                                                      magnitude, flip));
     }
@@ -866,7 +867,7 @@ BAGUA_AVX512 void decode_chunks(const uint8_t* y, size_t n, size_t chunk_size, u
       uint32_t window = stream[bit / 8];
       if (bit % 8 + bytes > 8) window |= static_cast<uint32_t>(stream[bit / 8 + 1]) << 8;
       const uint32_t code = (window >> (bit % 8)) & ((1u << code_bits) - 1u);
-      chunk[j] = qsgd_value(code, unit, level_bits);
+      chunk[j] = qsgd_value(code, unit, cap, level_bits);
     }
   }
 }

@@ -31,7 +31,9 @@
 // finite, so r is the value the first form gives with an unbounded exponent range: such a chunk is
 // quantized like its copy scaled by 2^64, neither dropped (all levels 0 would make E[x'] = 0, not x)
 // nor clamped (levels_per_unit = FLT_MAX would bias r down). Every other chunk's r is the first
-// form's, bit for bit. Decoding is x' = +-l f32(norm / s) for every norm; where norm / s is subnormal
+// form's, bit for bit. Decoding is x' = +-l f32(norm / s) for every norm, its magnitude saturated at
+// FLT_MAX where norm / s is finite (l f32(norm / s) rounds past FLT_MAX only for a norm within s ulps
+// of FLT_MAX, and |x| <= norm, so FLT_MAX is still within one level step of x); where norm / s is subnormal
 // (norm < s 2^-126) it is a multiple of 2^-149, so x' is within l 2^-150 (and its own rounding) of
 // +-l norm / s.
 #pragma once

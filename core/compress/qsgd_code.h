@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 
 #include "core/compress/common.h"
 
@@ -82,10 +83,19 @@ inline uint32_t qsgd_code(float x, QsgdScale scale, float s, int level_bits, flo
   return l | (negative << level_bits);
 }
 
-// The value of a code (code_bits bits, none above them) with unit = norm / s
-// (reference::qsgd_decode's loop body): +-level unit.
-inline float qsgd_value(uint32_t code, float unit, int level_bits) {
-  const float magnitude = static_cast<float>(code & ((1u << level_bits) - 1u)) * unit;
+// The largest magnitude a code of a chunk with unit = norm / s decodes to (qsgd.h): FLT_MAX where
+// unit is finite, so that l unit saturates rather than rounding to infinity (it can only where norm is
+// within s ulps of FLT_MAX), infinity otherwise (a non-finite norm keeps its inf or NaN).
+inline float qsgd_cap(float unit) {
+  return unit <= std::numeric_limits<float>::max() ? std::numeric_limits<float>::max()
+                                                   : std::numeric_limits<float>::infinity();
+}
+
+// The value of a code (code_bits bits, none above them) with unit = norm / s and cap = qsgd_cap(unit)
+// (reference::qsgd_decode's loop body): +-level unit, its magnitude at most cap (NaN stays NaN).
+inline float qsgd_value(uint32_t code, float unit, float cap, int level_bits) {
+  float magnitude = static_cast<float>(code & ((1u << level_bits) - 1u)) * unit;
+  magnitude = magnitude > cap ? cap : magnitude;
   return (code >> level_bits) ? -magnitude : magnitude;
 }
 

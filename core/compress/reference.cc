@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cfloat>
 #include <cmath>
 #include <functional>
 
@@ -267,6 +268,9 @@ void qsgd_decode(const uint8_t* y, size_t n, size_t chunk_size, uint32_t levels,
   int pending_bits = 0;
   for (size_t i = 0; i < chunks.count; ++i) {
     const float unit = load_f32(y + 4 * i) / s;
+    // qsgd.h: l unit saturates at FLT_MAX where unit is finite (it rounds past it only for a norm
+    // within s ulps of FLT_MAX); a non-finite unit keeps its inf or NaN.
+    const float cap = std::isfinite(unit) ? FLT_MAX : INFINITY;
     float* chunk = x + chunks.begin(i);
     const size_t len = chunks.length(i);
     for (size_t j = 0; j < len; ++j) {
@@ -277,7 +281,8 @@ void qsgd_decode(const uint8_t* y, size_t n, size_t chunk_size, uint32_t levels,
       const auto code = static_cast<uint32_t>(pending & ((uint64_t{1} << code_bits) - 1u));
       pending >>= code_bits;
       pending_bits -= code_bits;
-      const float magnitude = static_cast<float>(code & level_mask) * unit;
+      float magnitude = static_cast<float>(code & level_mask) * unit;
+      if (magnitude > cap) magnitude = cap;
       chunk[j] = (code >> level_bits) ? -magnitude : magnitude;
     }
   }

@@ -437,7 +437,7 @@ void check_bounds(const Config& c, const std::vector<float>& x, const uint8_t* y
     case Kind::kQsgd: {
       // qsgd.h: a non-finite element, or every element of a chunk whose norm is zero or not finite,
       // is level 0, which decodes as +-0 f32(norm / s) (so NaN in a chunk whose norm is not finite:
-      // one infinite or NaN element makes its whole chunk decode as NaN); otherwise x' = +-l f32(norm / s) with l in [0, s] and x's sign, within one
+      // one infinite or NaN element makes its whole chunk decode as NaN); otherwise x' = +-l f32(norm / s) (its magnitude saturated at FLT_MAX) with l in [0, s] and x's sign, within one
       // level step f32(norm / s) of x (stochastic rounding to a neighbouring level) plus the float
       // roundings (2^-20 relative, and l 2^-149 where norm / s is subnormal). A chunk's norm is at
       // least each of its |x| when every one is finite.

@@ -198,6 +198,30 @@ TEST(Qsgd, TinyNormsDecodeWithinQsgdsBound) {
   }
 }
 
+// A norm at FLT_MAX: l f32(norm / s) would round past FLT_MAX, and decoding saturates instead (qsgd.h).
+// Worked case: s = 65535, chunks of one, x = [FLT_MAX, -FLT_MAX]: norm = FLT_MAX = (2 - 2^-23) 2^127,
+// levels_per_unit = f32(s / norm), r = norm levels_per_unit = 65535 exactly (so l = 65535 whatever the
+// draw), unit = f32(norm / s) = (1 + 2^-16) 2^112 and l unit = (2^16 - 2^-16) 2^112 = 2^128 - 2^96,
+// above FLT_MAX + half its ulp (2^128 - 2^103): f32 rounds it to infinity. Decoded: +-FLT_MAX, exact.
+// s = 7 rounds to FLT_MAX itself (7 f32(norm / 7) = FLT_MAX), so the saturation changes nothing there.
+TEST(Qsgd, NormAtFltMaxDecodesToFltMaxNotInfinity) {
+  constexpr float kMax = std::numeric_limits<float>::max();
+  for (uint32_t levels : {65535u, 127u, 7u}) {
+    QsgdCompressor c(levels, 1, 3);
+    const std::vector<float> x = {kMax, -kMax};
+    const std::vector<float> y = decode_all(c, encode_all(c, x), x.size());
+    EXPECT_EQ(y, x) << "levels " << levels;
+  }
+  // Not vacuous: at s = 65535 the unsaturated product is infinite.
+  const float unit = kMax / 65535.0f;
+  EXPECT_TRUE(std::isinf(65535.0f * unit));
+  // A non-finite norm still decodes as NaN (level 0 times an infinite unit), as before.
+  QsgdCompressor c(7, 2, 3);
+  const std::vector<float> inf = {std::numeric_limits<float>::infinity(), 1.0f};
+  const std::vector<float> y = decode_all(c, encode_all(c, inf), inf.size());
+  EXPECT_TRUE(std::isnan(y[0]) && std::isnan(y[1]));
+}
+
 TEST(Qsgd, ZeroChunkAndBitsPerElement) {
   EXPECT_EQ(QsgdCompressor(1, 0, 0).bits_per_element(), 2);
   EXPECT_EQ(QsgdCompressor(7, 0, 0).bits_per_element(), 4);
