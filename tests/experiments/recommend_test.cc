@@ -351,4 +351,31 @@ TEST_F(RecommendCpuHosts, WhatCannotRunSaysSoInOneLine) {
   EXPECT_FALSE(fs::exists(out / "results.csv"));
 }
 
+// configs/recommend/vgg16_cpu_hosts.json, made small (2 GPU hosts and 2 CPU hosts instead of 16 and 16,
+// 2 iterations): its axis gives six rows, byteps one per placement, and only byteps(servers=cpu_hosts)
+// runs with the CPU hosts.
+TEST_F(RecommendCpuHosts, TheReadmeConfigRanksBothPlacementsAgainstDdp) {
+  const Result r =
+      bagua({"recommend", "configs/recommend/vgg16_cpu_hosts.json", "--json", "-j", "2", "--set",
+             "cluster.hosts=2", "--set", "cluster.cpu_hosts.count=2", "--iterations", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json list = Json::parse(r.out);
+  std::vector<std::string> labels;
+  for (const Json& e : list) {
+    labels.push_back(e["label"].get<std::string>());
+    ASSERT_FALSE(e["rank"].is_null()) << e.dump();
+    EXPECT_EQ(e["speedup_over"], "ddp");
+    const bool on_cpu_hosts = e["label"] == "byteps(servers=cpu_hosts)";
+    EXPECT_EQ(e["cpu_hosts"], on_cpu_hosts ? 2 : 0) << e["label"];
+    EXPECT_EQ(e["cpu_hosts_dropped"], on_cpu_hosts ? 0 : 2) << e["label"];
+    if (e["algorithm"] == "ddp") {
+      EXPECT_EQ(e["speedup"].get<double>(), 1.0);
+    }
+  }
+  std::sort(labels.begin(), labels.end());
+  EXPECT_EQ(labels,
+            (std::vector<std::string>{"bytegrad", "byteps(servers=colocated)",
+                                      "byteps(servers=cpu_hosts)", "ddp", "decentralized", "horovod"}));
+}
+
 }  // namespace
