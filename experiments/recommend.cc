@@ -343,6 +343,9 @@ std::vector<std::vector<Recommendation>> recommend(const std::filesystem::path& 
     candidates = parse_candidates(options.algorithms, c);
   } else if (candidates.empty()) {
     // Every registered algorithm with its defaults; the config's own with the config's parameters.
+    const bool any_cpu_hosts = std::any_of(base.points.begin(), base.points.end(), [](const auto& p) {
+      return p.has_cluster && p.cluster.cpu_hosts.count > 0;
+    });
     const Json& own = raw.contains("algorithm") ? raw["algorithm"] : Json();
     for (const auto* e : c.algorithms.entries()) {
       Candidate k;
@@ -350,8 +353,9 @@ std::vector<std::vector<Recommendation>> recommend(const std::filesystem::path& 
       if (own.is_object() && own.value("name", "") == e->name) {
         k.params = own;
         k.params.erase("name");
-        // Both placements of the config's own servers are ranked (placements() below).
-        if (server_placements(k.name, c)) k.params.erase(kServers);
+        // On a cluster with CPU hosts both placements of the config's own servers are ranked (each
+        // point's candidates, below).
+        if (any_cpu_hosts && server_placements(k.name, c)) k.params.erase(kServers);
       }
       candidates.push_back(std::move(k));
     }
@@ -400,7 +404,8 @@ std::vector<std::vector<Recommendation>> recommend(const std::filesystem::path& 
           PointConfig p = load_experiment_json(j, config_dir, LoadOptions{}, c).points.front();
           // A candidate that runs nothing on service ranks runs on the same cluster without the CPU
           // hosts (they would sit idle): the run `bagua run` makes of the config without
-          // cluster.cpu_hosts, which refuses the CPU hosts for such an algorithm (runner.h).
+          // cluster.cpu_hosts, which refuses the CPU hosts for such an algorithm (run_ranks,
+          // experiments/runner.cc).
           const int cpu_hosts = p.has_cluster ? p.cluster.cpu_hosts.count : 0;
           if (cpu_hosts > 0 &&
               !c.algorithms.create(p.algorithm.name, p.algorithm.params, deps)->uses_service_ranks()) {

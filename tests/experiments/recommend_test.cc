@@ -302,6 +302,19 @@ TEST_F(RecommendCpuHosts, PlacementsRanked) {
       {"recommend", "configs/quickstart.json", "--algorithms", "ddp,byteps", "--iterations", "3"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.find("CPU hosts"), std::string::npos) << r.out;
+  // The config's own byteps on CPU hosts the cluster does not have keeps its placement (and cannot
+  // run): nothing is moved to the colocated servers behind the user's back.
+  r = bagua({"recommend", "configs/quickstart.json", "--json", "-j", "2", "--iterations", "3", "--set",
+             "algorithm={\"name\": \"byteps\", \"servers\": \"cpu_hosts\"}"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  int byteps_rows = 0;
+  for (const Json& e : Json::parse(r.out)) {
+    if (e["algorithm"] != "byteps") continue;
+    ++byteps_rows;
+    EXPECT_TRUE(e["rank"].is_null()) << e.dump();
+    EXPECT_EQ(e["params"]["servers"], "cpu_hosts");
+  }
+  EXPECT_EQ(byteps_rows, 1);
 }
 
 // What still cannot run keeps its one line: servers on CPU hosts the cluster does not have are "not
