@@ -142,8 +142,9 @@ std::string measured_ratio(const std::string& summary_md, const std::string& lab
 
 struct Task {
   size_t point = 0;      // index into the config's points
-  size_t candidate = 0;  // index into the candidates
+  size_t candidate = 0;  // index into the point's candidates
   bool zero_latency = false;
+  int cpu_hosts_dropped = 0;  // the config's CPU hosts the candidate runs without
   PointConfig config;
   int64_t window_begin = -1;  // qadam: the first iteration of the compressed phase
   Json params;                // the candidate's resolved parameters (before qadam's warm-up of one)
@@ -184,6 +185,44 @@ std::string params_text(const Json& params) {
     s += (s.empty() ? "" : ",") + it.key() + "=" +
          (it.value().is_string() ? it.value().get<std::string>() : it.value().dump());
   return s;
+}
+
+// Where an algorithm's servers run: byteps's `servers` (core/algorithms/byteps.h), colocated on the
+// worker hosts or on the cluster's CPU hosts. The parameter's schema entry when the algorithm has one
+// with choices, else nullptr.
+constexpr const char* kServers = "servers";
+const ParamSpec* server_placements(const std::string& algorithm, const Components& c) {
+  const auto* entry = c.algorithms.find(algorithm);
+  const ParamSpec* spec = entry ? entry->schema.find(kServers) : nullptr;
+  return spec && spec->type == ParamType::kString && !spec->choices.empty() ? spec : nullptr;
+}
+
+// How candidate k is named in the text: its algorithm, followed, where another candidate of the list
+// runs the same algorithm, by the parameters it sets that the other ones do not set alike
+// ("byteps(servers=cpu_hosts)").
+std::string candidate_label(const std::vector<Candidate>& list, size_t k) {
+  const Candidate& self = list[k];
+  Json differing = Json::object();
+  for (auto it = self.params.begin(); it != self.params.end(); ++it) {
+    for (size_t o = 0; o < list.size(); ++o) {
+      if (o == k || list[o].name != self.name) continue;
+      if (!list[o].params.contains(it.key()) || list[o].params[it.key()] != it.value()) {
+        differing[it.key()] = it.value();
+        break;
+      }
+    }
+  }
+  return differing.empty() ? self.name : self.name + "(" + params_text(differing) + ")";
+}
+
+// " (without the 16 CPU hosts: it has no use for them)", " (servers on the 16 CPU hosts)", or "" on a
+// cluster without CPU hosts.
+std::string cluster_note(const Recommendation& r) {
+  if (r.cpu_hosts_dropped > 0)
+    return " (without the " + std::to_string(r.cpu_hosts_dropped) +
+           " CPU hosts: it has no use for them)";
+  if (r.cpu_hosts > 0) return " (servers on the " + std::to_string(r.cpu_hosts) + " CPU hosts)";
+  return "";
 }
 
 }  // namespace
@@ -304,6 +343,9 @@ std::vector<std::vector<Recommendation>> recommend(const std::filesystem::path& 
     candidates = parse_candidates(options.algorithms, c);
   } else if (candidates.empty()) {
     // Every registered algorithm with its defaults; the config's own with the config's parameters.
+    const bool any_cpu_hosts = std::any_of(base.points.begin(), base.points.end(), [](const auto& p) {
+      return p.has_cluster && p.cluster.cpu_hosts.count > 0;
+    });
     const Json& own = raw.contains("algorithm") ? raw["algorithm"] : Json();
     for (const auto* e : c.algorithms.entries()) {
       Candidate k;
@@ -311,15 +353,43 @@ std::vector<std::vector<Recommendation>> recommend(const std::filesystem::path& 
       if (own.is_object() && own.value("name", "") == e->name) {
         k.params = own;
         k.params.erase("name");
+        // On a cluster with CPU hosts both placements of the config's own servers are ranked (each
+        // point's candidates, below).
+        if (any_cpu_hosts && server_placements(k.name, c)) k.params.erase(kServers);
       }
       candidates.push_back(std::move(k));
     }
   }
 
-  // The tasks: each point x candidate, and the same with zero latency.
+  // Each point's candidates: where the point's cluster has CPU hosts, a candidate that leaves its
+  // servers' placement open runs once per placement.
+  std::vector<std::vector<Candidate>> point_candidates;
+  for (const PointConfig& point : base.points) {
+    const bool cpu_hosts = point.has_cluster && point.cluster.cpu_hosts.count > 0;
+    std::vector<Candidate> list;
+    for (const Candidate& k : candidates) {
+      const ParamSpec* servers = cpu_hosts ? server_placements(k.name, c) : nullptr;
+      if (!servers || k.params.contains(kServers)) {
+        list.push_back(k);
+        continue;
+      }
+      for (const std::string& placement : servers->choices) {
+        Candidate p = k;
+        p.params[kServers] = placement;
+        list.push_back(std::move(p));
+      }
+    }
+    point_candidates.push_back(std::move(list));
+  }
+
+  // The tasks: each point x candidate, and the same with zero latency; first[i] is point i's first.
   std::vector<Task> tasks;
+  std::vector<size_t> first;
+  const AlgorithmDeps deps{c.compressors, c.optimizers};
   for (size_t i = 0; i < base.points.size(); ++i) {
-    for (size_t k = 0; k < candidates.size(); ++k) {
+    first.push_back(tasks.size());
+    const std::vector<Candidate>& list = point_candidates[i];
+    for (size_t k = 0; k < list.size(); ++k) {
       for (const bool zero : {false, true}) {
         Task t;
         t.point = i;
@@ -327,11 +397,22 @@ std::vector<std::vector<Recommendation>> recommend(const std::filesystem::path& 
         t.zero_latency = zero;
         try {
           Json j = base.points[i].resolved;
-          j["algorithm"] = Json{{"name", candidates[k].name}};
-          merge_into(j["algorithm"], candidates[k].params);
+          j["algorithm"] = Json{{"name", list[k].name}};
+          merge_into(j["algorithm"], list[k].params);
           if (options.iterations > 0) j["schedule"]["iterations"] = options.iterations;
           if (zero) zero_latencies(j["cluster"]);
           PointConfig p = load_experiment_json(j, config_dir, LoadOptions{}, c).points.front();
+          // A candidate that runs nothing on service ranks runs on the same cluster without the CPU
+          // hosts (they would sit idle): the run `bagua run` makes of the config without
+          // cluster.cpu_hosts, which refuses the CPU hosts for such an algorithm (run_ranks,
+          // experiments/runner.cc).
+          const int cpu_hosts = p.has_cluster ? p.cluster.cpu_hosts.count : 0;
+          if (cpu_hosts > 0 &&
+              !c.algorithms.create(p.algorithm.name, p.algorithm.params, deps)->uses_service_ranks()) {
+            j["cluster"].erase("cpu_hosts");
+            p = load_experiment_json(j, config_dir, LoadOptions{}, c).points.front();
+            t.cpu_hosts_dropped = cpu_hosts;
+          }
           const Json resolved_algorithm = p.resolved["algorithm"];  // p is replaced below
           t.params = resolved_algorithm;
           t.params.erase("name");
@@ -358,7 +439,7 @@ std::vector<std::vector<Recommendation>> recommend(const std::filesystem::path& 
           t.config = std::move(p);
         } catch (const ConfigError& err) {
           // A parameter the candidate's algorithm rejects: the user's mistake, not the world's.
-          throw ConfigError("--algorithms: " + candidates[k].name + ": " + err.what());
+          throw ConfigError("--algorithms: " + list[k].name + ": " + err.what());
         }
         tasks.push_back(std::move(t));
       }
@@ -400,17 +481,21 @@ std::vector<std::vector<Recommendation>> recommend(const std::filesystem::path& 
   std::vector<std::vector<Recommendation>> ranked(base.points.size());
   for (size_t i = 0; i < base.points.size(); ++i) {
     std::vector<Recommendation>& list = ranked[i];
-    for (size_t k = 0; k < candidates.size(); ++k) {
-      const Task& t = tasks[(i * candidates.size() + k) * 2];
-      const Task& t0 = tasks[(i * candidates.size() + k) * 2 + 1];
+    const std::vector<Candidate>& candidates_i = point_candidates[i];
+    for (size_t k = 0; k < candidates_i.size(); ++k) {
+      const Task& t = tasks[first[i] + k * 2];
+      const Task& t0 = tasks[first[i] + k * 2 + 1];
       Recommendation r;
-      r.algorithm = candidates[k].name;
+      r.algorithm = candidates_i[k].name;
+      r.label = candidate_label(candidates_i, k);
       r.swept = Json::object();
       for (const auto& [path, value] : base.points[i].swept)
         r.swept[path] = value;
+      r.cpu_hosts_dropped = t.cpu_hosts_dropped;
+      r.cpu_hosts = t.config.has_cluster ? t.config.cluster.cpu_hosts.count : 0;
       if (!t.error.empty()) {
         r.point = "";
-        r.params = candidates[k].params;
+        r.params = candidates_i[k].params;
         r.time_per_iteration_s = std::nan("");
         r.caveats.push_back("not applicable: " + t.error);
         list.push_back(std::move(r));
@@ -471,6 +556,7 @@ void print_recommendations(const std::vector<std::vector<Recommendation>>& ranke
                             {"swept", r.swept},
                             {"rank", ran ? Json(++rank) : Json()},
                             {"algorithm", r.algorithm},
+                            {"label", r.label},
                             {"params", r.params},
                             {"iterations", ran ? Json(r.iterations) : Json()},
                             {"time_per_iteration_s", num(r.time_per_iteration_s)},
@@ -480,7 +566,9 @@ void print_recommendations(const std::vector<std::vector<Recommendation>>& ranke
                             {"inter_host_bytes_per_iteration", num(r.inter_host_bytes)},
                             {"exposed_comm_per_iteration_s", num(r.exposed_comm_s)},
                             {"latency_bound_s", num(r.latency_bound_s)},
-                            {"caveats", r.caveats}});
+                            {"caveats", r.caveats},
+                            {"cpu_hosts", r.cpu_hosts},
+                            {"cpu_hosts_dropped", r.cpu_hosts_dropped}});
       }
     }
     out << list.dump(2) << "\n";
@@ -496,29 +584,44 @@ void print_recommendations(const std::vector<std::vector<Recommendation>>& ranke
       out << "\n";
     }
     size_t width = 9;
-    for (const Recommendation& r : point)
-      width = std::max(width, r.algorithm.size());
+    int config_cpu_hosts = 0;  // the CPU hosts of the point's cluster (0: none, and no column for them)
+    for (const Recommendation& r : point) {
+      width = std::max(width, r.label.size());
+      config_cpu_hosts = std::max({config_cpu_hosts, r.cpu_hosts, r.cpu_hosts_dropped});
+    }
     if (!point.empty() && !point.front().speedup_over.empty()) {
       out << "  speed-up over " << point.front().speedup_over
           << (point.front().speedup_over == "ddp" ? "" : " (no ddp among the candidates)") << "\n";
     }
+    if (config_cpu_hosts > 0) {
+      out << "  the cluster's " << config_cpu_hosts
+          << " CPU hosts serve the candidates that run servers on them; the others run without them "
+             "(same hosts, NICs and topology otherwise)\n";
+    }
+    // The CPU hosts column, on a cluster with CPU hosts: the count each row ran with, or "none".
+    auto cpu_column = [&](const std::string& value) -> std::string {
+      if (config_cpu_hosts == 0) return "\n";
+      char cell[32];
+      std::snprintf(cell, sizeof cell, " %9s\n", value.c_str());
+      return cell;
+    };
     char line[512];
-    std::snprintf(line, sizeof line, "  %-4s %-*s %14s %11s %9s %15s %14s %14s\n", "rank",
+    std::snprintf(line, sizeof line, "  %-4s %-*s %14s %11s %9s %15s %14s %14s", "rank",
                   static_cast<int>(width), "algorithm", "time/iteration", "samples/s", "speed-up",
                   "sent/host/iter", "exposed comm", "latency-bound");
-    out << line;
+    out << line << cpu_column("CPU hosts");
     int rank = 0;
     for (const Recommendation& r : point) {
       if (std::isnan(r.time_per_iteration_s)) continue;
       char speed[32], samples[32];
       std::snprintf(speed, sizeof speed, "%.3gx", r.speedup);
       std::snprintf(samples, sizeof samples, "%.4g", r.samples_per_s);
-      std::snprintf(line, sizeof line, "  %-4d %-*s %14s %11s %9s %15s %14s %14s\n", ++rank,
-                    static_cast<int>(width), r.algorithm.c_str(),
+      std::snprintf(line, sizeof line, "  %-4d %-*s %14s %11s %9s %15s %14s %14s", ++rank,
+                    static_cast<int>(width), r.label.c_str(),
                     seconds_text(r.time_per_iteration_s).c_str(), samples, speed,
                     bytes_text(r.inter_host_bytes).c_str(), seconds_text(r.exposed_comm_s).c_str(),
                     seconds_text(r.latency_bound_s).c_str());
-      out << line;
+      out << line << cpu_column(r.cpu_hosts > 0 ? std::to_string(r.cpu_hosts) : "none");
     }
     const Recommendation* first = point.empty() ? nullptr : &point[0];
     const Recommendation* second = point.size() > 1 ? &point[1] : nullptr;
@@ -529,7 +632,7 @@ void print_recommendations(const std::vector<std::vector<Recommendation>>& ranke
         char margin[32];
         std::snprintf(margin, sizeof margin, "%.1f%%",
                       100.0 * (second->time_per_iteration_s / first->time_per_iteration_s - 1));
-        out << ", " << margin << " ahead of the runner-up " << second->algorithm;
+        out << ", " << margin << " ahead of the runner-up " << second->label;
       }
       out << "\n  why:\n";
       for (const Recommendation& r : point) {
@@ -537,7 +640,7 @@ void print_recommendations(const std::vector<std::vector<Recommendation>>& ranke
         const double share = r.exposed_comm_s / r.time_per_iteration_s;
         char buf[64];
         std::snprintf(buf, sizeof buf, "%.0f%%", 100.0 * share);
-        out << "    " << r.algorithm << ": sends " << bytes_text(r.inter_host_bytes)
+        out << "    " << r.label << cluster_note(r) << ": sends " << bytes_text(r.inter_host_bytes)
             << " per host per iteration between hosts; exposed communication "
             << seconds_text(r.exposed_comm_s) << " (" << buf << " of the iteration), of which "
             << seconds_text(r.latency_bound_s) << " is latency\n";
@@ -548,7 +651,7 @@ void print_recommendations(const std::vector<std::vector<Recommendation>>& ranke
       for (const std::string& caveat : r.caveats) {
         if (!any) out << "  caveats:\n";
         any = true;
-        out << "    " << r.algorithm << ": " << caveat << "\n";
+        out << "    " << r.label << ": " << caveat << "\n";
       }
     }
   }

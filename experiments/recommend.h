@@ -19,19 +19,28 @@
 //                          a candidate, else `gradient_allreduce`, else the slowest candidate
 //   margin                 the fastest candidate's lead over the runner-up: t2 / t1 - 1
 //   inter_host_bytes       bytes the hosts' NICs sent per host per iteration, averaged over the whole run
-//                          (the links hostH.nic*.up; qadam's one warm-up step and the final gather of
-//                          the results included)
+//                          (the worker hosts' links hostH.nic*.up, not the CPU hosts'; qadam's one
+//                          warm-up step and the final gather of the results included)
 //   exposed_comm_s         time per iteration the compute stream waited for communication
 //   latency_bound_s        what the iteration loses to latency: its time minus the time of the same
 //                          point with every latency of the cluster set to zero (one more simulation)
+//   CPU hosts              a config's cluster.cpu_hosts serve the candidates that run servers on them
+//                          (byteps with "servers": "cpu_hosts"); every other candidate runs on the same
+//                          cluster without them (same hosts, NICs and topology otherwise): they would
+//                          sit idle, and `bagua run` refuses them for such an algorithm. A byteps
+//                          candidate that leaves `servers` open (and the config's own, in the list of
+//                          every algorithm) runs once per placement on a cluster with CPU hosts, so that
+//                          colocated servers and servers on the CPU hosts are ranked side by side
 //   caveats                what the convergence suite measured for the candidate's kind of relaxation
 //                          (asynchrony, a biased compressor without error feedback, decentralized
 //                          disagreement, local steps), with its worst final-loss ratio to gradient
 //                          allreduce from results/convergence/summary.md when that file is found
 //
 // With --json: one JSON list; for each point in sweep order, its candidates fastest first, each an object
-// {point, swept, rank, algorithm, params, iterations (simulated), time_per_iteration_s, samples_per_s, speedup, speedup_over,
-// inter_host_bytes_per_iteration, exposed_comm_per_iteration_s, latency_bound_s, caveats}.
+// {point, swept, rank, algorithm, label, params, iterations (simulated), time_per_iteration_s, samples_per_s,
+// speedup, speedup_over, inter_host_bytes_per_iteration, exposed_comm_per_iteration_s, latency_bound_s,
+// caveats, cpu_hosts (the CPU hosts of the cluster it ran on), cpu_hosts_dropped (the config's CPU hosts
+// it ran without)}.
 #pragma once
 
 #include <filesystem>
@@ -69,6 +78,7 @@ struct Recommendation {
   std::string point;  // the point id of the candidate's own run
   Json swept;         // the swept values of the config's point
   std::string algorithm;
+  std::string label;       // the algorithm, with the parameters that tell it from a namesake candidate
   Json params;             // the candidate's resolved parameters
   int64_t iterations = 0;  // simulated
   double time_per_iteration_s = 0;
@@ -79,6 +89,8 @@ struct Recommendation {
   double exposed_comm_s = 0;
   double latency_bound_s = 0;
   std::vector<std::string> caveats;
+  int cpu_hosts = 0;          // CPU hosts in the cluster it ran on
+  int cpu_hosts_dropped = 0;  // the config's CPU hosts it ran without (it runs nothing on them)
 };
 
 // Runs every candidate on every point of the config. Returns, point by point, the candidates fastest
