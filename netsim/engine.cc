@@ -52,7 +52,10 @@ EventQueue::Handle EventQueue::schedule(Time at, Action action) {
 
 EventQueue::Handle EventQueue::push_heap(Time at, uint32_t slot) {
   heap_.push_back({at, next_sequence_++, slot});
-  sift_up(heap_.size() - 1);
+  if (batch_)
+    place(heap_.size() - 1, heap_.back());
+  else
+    sift_up(heap_.size() - 1);
   return (static_cast<uint64_t>(slots_[slot].generation) << 32) | slot;
 }
 
@@ -88,6 +91,7 @@ bool EventQueue::cancel(Handle handle) {
   if (handle == kNoEvent || slot >= slots_.size()) return false;
   const Slot& s = slots_[slot];
   if (s.generation != generation || s.heap_index < 0) return false;
+  BAGUA_CHECK(!batch_, "cancel of a pending event inside a batch");
   remove_at(static_cast<size_t>(s.heap_index));
   release(slot);
   return true;
@@ -109,11 +113,28 @@ EventQueue::Handle EventQueue::reschedule(Handle handle, Time at, Callback callb
   const bool earlier_than_before = at < e.at;
   e.at = at;
   e.sequence = next_sequence_++;
+  if (batch_) return handle;  // ordered at end_batch()
   if (earlier_than_before)
     sift_up(index);
   else
     sift_down(index);
   return handle;
+}
+
+void EventQueue::begin_batch() {
+  BAGUA_CHECK(!batch_, "a batch of events begun inside another");
+  batch_ = true;
+}
+
+void EventQueue::end_batch() {
+  BAGUA_CHECK(batch_, "end_batch without begin_batch");
+  batch_ = false;
+  // Floyd's construction: every inner node from the last to the root sinks into its subtrees, each
+  // already a heap.
+  const size_t n = heap_.size();
+  if (n < 2) return;
+  for (size_t i = (n - 2) / kArity + 1; i-- > 0;)
+    sift_down(i);
 }
 
 Time EventQueue::next_time() const {
@@ -136,6 +157,7 @@ Callback EventQueue::peek() const {
 
 Time EventQueue::pop(Callback& callback, Action& action) {
   BAGUA_CHECK(!empty(), "pop from an empty event queue");
+  BAGUA_CHECK(!batch_, "pop inside a batch of events");
   Lane* from = nullptr;
   for (Lane& l : lanes_)
     if (!l.empty() && (from == nullptr || earlier(l.front(), from->front()))) from = &l;
@@ -162,6 +184,7 @@ Time EventQueue::pop(Callback& callback, Action& action) {
 }
 
 void EventQueue::clear() {
+  batch_ = false;
   for (const HeapEntry& e : heap_)
     release(e.slot);
   heap_.clear();

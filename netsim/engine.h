@@ -69,6 +69,14 @@ class EventQueue {
   // (given the sequence number schedule() would have given it, so that the order of events is the
   // same) and keeps its handle; otherwise the event is scheduled anew.
   Handle reschedule(Handle handle, Time at, Callback callback);
+  // A batch of schedule() and reschedule() calls (no cancel, pop or peek in between) that may move
+  // many of the heap's events: inside it they only set their events' keys (time, sequence), and
+  // end_batch() restores the heap order once, bottom-up (Floyd's construction: O(heap size), where
+  // sifting each event costs O(log) and, for events tied at one time, goes all the way down). The keys
+  // are the same as without the batch and no two are equal, so the events run in the same order.
+  void begin_batch();
+  void end_batch();
+  size_t heap_size() const { return heap_.size(); }
   bool empty() const { return size() == 0; }
   size_t size() const { return heap_.size() + in_lanes_; }
   Time next_time() const;
@@ -155,6 +163,7 @@ class EventQueue {
   size_t in_lanes_ = 0;
   Time now_;
   uint64_t next_sequence_ = 0;
+  bool batch_ = false;  // between begin_batch() and end_batch(): the heap's order is not kept
 };
 
 // Virtual time plus the queue. `now()` only moves forward, to the time of the event being processed.
@@ -174,6 +183,11 @@ class Engine {
   bool cancel(EventQueue::Handle handle) { return queue_.cancel(handle); }
   // cancel(handle) then at(when, callback), cheaper (EventQueue::reschedule).
   EventQueue::Handle reschedule(EventQueue::Handle handle, Time when, Callback callback);
+  // EventQueue::begin_batch / end_batch: many at() and reschedule() calls, the queue ordered once.
+  void begin_batch() { queue_.begin_batch(); }
+  void end_batch() { queue_.end_batch(); }
+  // Events in the cancellable heap (what end_batch() reorders).
+  size_t heap_size() const { return queue_.heap_size(); }
   bool idle() const { return queue_.empty(); }
   Time next_time() const { return queue_.next_time(); }
   // The callback the next step() will run, if it is one (for prefetching what it will touch).

@@ -290,6 +290,84 @@ TEST(Engine, RescheduledHeapEventsComeOutInTheSameOrderAsCancelledAndRescheduled
   EXPECT_GT(order_moved.size(), 500u);
 }
 
+TEST(Engine, ABatchOfReschedulesRunsTheEventsInTheOrderSiftingEachWould) {
+  // By hand: a at 10, b at 20, c at 30 (sequences 0, 1, 2); in one batch c moves to 5 (sequence 3), a
+  // to 20 (sequence 4), and d is scheduled at 5 (sequence 5). Ordered by (time, sequence): c (5, 3),
+  // d (5, 5), b (20, 1), a (20, 4).
+  {
+    Engine e;
+    std::vector<uint64_t> order;
+    const Callback::Fn record = [](void* o, uint64_t x) {
+      static_cast<std::vector<uint64_t>*>(o)->push_back(x);
+    };
+    auto a = e.at(Time::ns(10), Callback{record, &order, 0});
+    e.at(Time::ns(20), Callback{record, &order, 1});
+    auto c = e.at(Time::ns(30), Callback{record, &order, 2});
+    e.begin_batch();
+    c = e.reschedule(c, Time::ns(5), Callback{record, &order, 2});
+    a = e.reschedule(a, Time::ns(20), Callback{record, &order, 0});
+    e.at(Time::ns(5), Callback{record, &order, 3});
+    e.end_batch();
+    while (!e.idle())
+      e.step();
+    EXPECT_EQ(order, (std::vector<uint64_t>{2, 3, 1, 0}));
+  }
+  // At random: two engines get the same operations; one does runs of them as batches. Times are drawn
+  // from a narrow range, so that many events tie and only their sequences order them.
+  std::mt19937_64 rng(11);
+  Engine batched, sifted;
+  std::vector<uint64_t> order_batched, order_sifted;
+  const Callback::Fn record = [](void* o, uint64_t x) {
+    static_cast<std::vector<uint64_t>*>(o)->push_back(x);
+  };
+  std::vector<EventQueue::Handle> hb, hs;
+  uint64_t id = 0;
+  for (int round = 0; round < 400; ++round) {
+    const bool batch = rng() % 2 == 0;
+    if (batch) batched.begin_batch();
+    const uint64_t ops = 1 + rng() % 40;
+    for (uint64_t k = 0; k < ops; ++k, ++id) {
+      const Time at = batched.now() + Time::ns(static_cast<int64_t>(rng() % 4));
+      if (hb.empty() || rng() % 3 == 0) {
+        hb.push_back(batched.at(at, Callback{record, &order_batched, id}));
+        hs.push_back(sifted.at(at, Callback{record, &order_sifted, id}));
+      } else {
+        const size_t j = rng() % hb.size();
+        hb[j] = batched.reschedule(hb[j], at, Callback{record, &order_batched, id});
+        hs[j] = sifted.reschedule(hs[j], at, Callback{record, &order_sifted, id});
+      }
+    }
+    if (batch) batched.end_batch();
+    // Between batches: a few events run, and one may be cancelled.
+    if (rng() % 4 == 0 && !hb.empty()) {
+      const size_t j = rng() % hb.size();
+      EXPECT_EQ(batched.cancel(hb[j]), sifted.cancel(hs[j]));
+    }
+    for (uint64_t steps = rng() % 30; steps > 0 && !batched.idle(); --steps) {
+      batched.step();
+      sifted.step();
+    }
+  }
+  while (!batched.idle())
+    batched.step();
+  while (!sifted.idle())
+    sifted.step();
+  EXPECT_EQ(order_batched, order_sifted);
+  EXPECT_GT(order_batched.size(), 2000u);
+}
+
+TEST(Engine, ABatchAllowsNoCancelOrStepInside) {
+  Engine e;
+  const auto h = e.at(Time::ns(10), [] {});
+  e.begin_batch();
+  EXPECT_THROW(e.cancel(h), InternalError);
+  EXPECT_THROW(e.step(), InternalError);
+  EXPECT_THROW(e.begin_batch(), InternalError);
+  e.end_batch();
+  EXPECT_THROW(e.end_batch(), InternalError);
+  EXPECT_TRUE(e.cancel(h));
+}
+
 TEST(Engine, SchedulingInThePastIsABug) {
   Engine e;
   e.at(Time::ns(10), [] {});

@@ -171,6 +171,40 @@ TEST(FlowModel, AGatherSharesTheReceiversLinkEquallyUnlessACapOrASendersLinkIsLo
             (std::vector<Time>{Time::ns(444'112), Time::ns(2'667'667), Time::ns(2'667'667)}));
 }
 
+TEST(FlowModel, AWideGatherOfUnequalSizesFinishesInProcessorSharingSteps) {
+  // Ranks 1..32 (hosts 1..32) send to rank 0 at 0, rank r 33 - r = k x 1000 bytes (the largest first,
+  // so that the flows come to the event queue in the opposite order of their ends); NICs 1e9 B/s (a byte per ns),
+  // 0.5 us: every flow enters transfer at L = 1000 ns, and host 0's NIC down-link is the only link
+  // they share. While n flows remain each gets 1e9 / n; flow j leaves when every flow still there has
+  // moved j x 1000 bytes, so the step from flow j - 1's end to flow j's is 1000 more bytes for each of
+  // the 33 - j flows left: 1000 x (33 - j) ns. Flow k therefore ends at
+  //   L + 1000 x sum_{j=1..k} (33 - j) = 1000 + 1000 x k x (65 - k) / 2 ns
+  // (flow 1 at 33'000 ns, flow 32 at 529'000 ns). Each arrival re-solves up to 31 flows at once, which
+  // is what the event queue's batch (Engine::begin_batch) reorders: a wrong order would end the wrong
+  // flow first.
+  constexpr int kSenders = 32;
+  const ClusterSpec spec = hosts_spec(kSenders + 1);
+  std::vector<Time> done(static_cast<size_t>(kSenders + 1));
+  Simulation(spec).run([&](RankContext& ctx) {
+    Transport& t = ctx.transport();
+    if (t.rank() == 0) {
+      std::vector<RequestPtr> pending;
+      for (int k = 1; k <= kSenders; ++k)
+        pending.push_back(t.irecv(meta_bytes(1000 * (kSenders + 1 - k)), k, 0));
+      for (auto& r : pending)
+        r->wait();
+    } else {
+      t.send(meta_bytes(1000 * (kSenders + 1 - t.rank())), 0, 0);
+    }
+    done[static_cast<size_t>(t.rank())] = ctx.clock().now();
+  });
+  for (int k = 1; k <= kSenders; ++k) {
+    const int rank = kSenders + 1 - k;
+    EXPECT_EQ(done[static_cast<size_t>(rank)], Time::ns(1000 + 1000 * k * (65 - k) / 2))
+        << "rank " << rank;
+  }
+}
+
 TEST(FlowModel, AThirdFlowJoiningAndLeavingChangesTheSharesPiecewise) {
   // Hosts 0, 1, 2 send to host 3, all through host 3's NIC down-link (1e9 B/s).
   //   A (0 -> 3, 1 MB) and B (1 -> 3, 1 MB) start at 0 and enter transfer at 1000 ns at 5e8 B/s each.
