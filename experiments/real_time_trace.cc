@@ -11,7 +11,7 @@ namespace bagua::experiments {
 namespace {
 
 // Every rank reports to rank 0, which then releases them all (subgroup: a fresh tag space).
-void barrier(Transport& transport) {
+void subgroup_barrier(Transport& transport) {
   if (transport.size() == 1) return;
   std::vector<int> everyone(static_cast<size_t>(transport.size()));
   std::iota(everyone.begin(), everyone.end(), 0);
@@ -37,7 +37,7 @@ TracingContext::TracingContext(RankContext& inner, const TraceFilter& filter)
     : inner_(inner),
       tracer_(inner.transport().rank(), filter),
       clock_(inner.clock(), tracer_) {
-  barrier(inner_.transport());
+  subgroup_barrier(inner_.transport());
   tracer_.zero = inner_.clock().now();
 }
 

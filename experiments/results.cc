@@ -44,7 +44,7 @@ double extreme_present(const std::vector<double>& xs, bool largest) {
 Json number_or_null(double x) {
   return std::isfinite(x) ? Json(x) : Json(nullptr);
 }
-double number_from(const Json& v) {
+double summary_number(const Json& v) {
   return v.is_number() ? v.get<double>() : kNaN;
 }
 
@@ -300,7 +300,7 @@ std::vector<std::string> results_row(const Json& summary, const std::vector<std:
   for (const char* k :
        {"time_per_iteration_s", "compute_per_iteration_s", "exposed_comm_per_iteration_s", "final_loss",
         "final_full_loss", "samples_per_s"})
-    row.push_back(csv_number(number_from(summary.at(k))));
+    row.push_back(csv_number(summary_number(summary.at(k))));
   row.push_back(to_string(summary_status(summary)));
   row.push_back(summary.value("error", std::string()));
   return row;

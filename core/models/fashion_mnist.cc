@@ -22,7 +22,7 @@ constexpr int kClasses = 10;      // Xiao et al. 2017, Table 1
 constexpr int64_t kPixels = 784;  // 28 x 28
 constexpr int64_t kTrainImages = 60000;
 constexpr int64_t kTestImages = 10000;
-constexpr uint64_t kStreamInit = 7;  // derive_seed stream of the initial weights (as synthetic.cc)
+constexpr uint64_t kInitStream = 7;  // derive_seed stream of the initial weights (as synthetic.cc)
 
 Dataset read_split(const std::string& dir, const std::string& prefix, int64_t expected) {
   const std::string images_path = dir + "/" + prefix + "-images-idx3-ubyte.gz";
@@ -139,7 +139,7 @@ class FashionModel final : public Model {
   void init_weights(const BufferView& w) const override {
     if (w.is_meta()) return;
     detail::check_host_buffer(kName, w, num_params(), "weight");
-    const uint64_t seed = derive_seed(seed_, kStreamInit);
+    const uint64_t seed = derive_seed(seed_, kInitStream);
     if (w.dtype() == DType::kF32)
       objective_->init_weights(w.as<float>(), seed);
     else

@@ -10,6 +10,10 @@
 namespace bagua::convergence {
 namespace {
 
+// Apart from the same-named helpers of test_convergence's other files: the sanitizer presets
+// compile several files of a program as one (CMAKE_UNITY_BUILD, CMakePresets.json).
+namespace compression_test {
+
 Outcome linear(const std::string& algorithm) {
   return run(config_text(kLinear, algorithm, kLinearLr, kIterations));
 }
@@ -80,5 +84,6 @@ TEST(Compression, QAdamCompressedMomentumReachesFullPrecisionQAdam) {
             1.5 * full.mean_gap());
 }
 
+}  // namespace compression_test
 }  // namespace
 }  // namespace bagua::convergence

@@ -17,6 +17,10 @@
 namespace bagua::convergence {
 namespace {
 
+// Apart from the same-named helpers of test_convergence's other files: the sanitizer presets
+// compile several files of a program as one (CMAKE_UNITY_BUILD, CMakePresets.json).
+namespace decentralized_test {
+
 Outcome linear(const std::string& algorithm, const char* workload = kLinear, double lr = kLinearLr) {
   return run(config_text(workload, algorithm, lr, kIterations));
 }
@@ -179,5 +183,6 @@ TEST(Decentralized, CompressedGossipStaysInTheNeighbourhoodOfExactGossip) {
   EXPECT_LT(choco_skewed.consensus_distance(), 3 * ring_skewed.consensus_distance());
 }
 
+}  // namespace decentralized_test
 }  // namespace
 }  // namespace bagua::convergence

@@ -18,6 +18,10 @@
 namespace bagua::convergence {
 namespace {
 
+// Apart from the same-named helpers of test_convergence's other files: the sanitizer presets
+// compile several files of a program as one (CMAKE_UNITY_BUILD, CMakePresets.json).
+namespace exact_test {
+
 constexpr double kRelative = 1e-5;
 
 Outcome linear(const std::string& algorithm, const std::string& optimizer = "") {
@@ -89,5 +93,6 @@ TEST(Exact, LowPrecisionDecentralizedWithoutCompressionIsRingDpsgd) {
         << "rank " << r;
 }
 
+}  // namespace exact_test
 }  // namespace
 }  // namespace bagua::convergence

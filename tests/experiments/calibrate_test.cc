@@ -138,7 +138,7 @@ TEST(Calibrate, TheClusterFileLoadsAsACluster) {
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() / ("bagua_calibrate_test_" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
-  testing::write_file(dir / "cluster.json", cluster_file(c, m, "a test"));
+  bagua::testing::write_file(dir / "cluster.json", cluster_file(c, m, "a test"));
   const std::string config = R"({
     "name": "calibrated", "cluster": {"extends": "cluster.json"},
     "workload": {"name": "linear_regression"}, "algorithm": {"name": "gradient_allreduce"},

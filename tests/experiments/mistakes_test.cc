@@ -313,13 +313,14 @@ TEST(Mistakes, BaguaExitsTwoWithOneLine) {
   int n = 0;
   for (const Case& c : cases) {
     const fs::path config = dir / ("c" + std::to_string(n++) + ".json");
-    testing::write_file(config, c.text);
+    bagua::testing::write_file(config, c.text);
     std::vector<std::string> args = {BAGUA_BINARY, "validate", config.string()};
     for (const std::string& s : c.sets) {
       args.push_back("--set");
       args.push_back(s);
     }
-    const testing::CommandResult r = testing::run_command(BAGUA_SOURCE_DIR, "", args, dir);
+    const bagua::testing::CommandResult r =
+        bagua::testing::run_command(BAGUA_SOURCE_DIR, "", args, dir);
     EXPECT_EQ(r.exit_code, 2) << config << "\n" << r.err.substr(0, 300);
     EXPECT_EQ(r.err.rfind(c.starts, 0), 0u) << r.err.substr(0, 300);
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err.substr(0, 300);

@@ -12,8 +12,8 @@ namespace bagua::experiments {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::read_file;
-using testing::write_file;
+using bagua::testing::read_file;
+using bagua::testing::write_file;
 
 class ResultStoreTest : public bagua::testing::ScratchDirTest {
  protected:

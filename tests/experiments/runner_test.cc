@@ -25,8 +25,8 @@ namespace bagua::experiments {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::read_file;
-using testing::write_file;
+using bagua::testing::read_file;
+using bagua::testing::write_file;
 
 // While set, the test algorithm "fails_at" throws in before_forward of step `step` on rank 1: a point
 // that fails at run time, after check_points (which runs zero iterations) let it through.

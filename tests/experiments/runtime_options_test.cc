@@ -12,6 +12,10 @@
 namespace bagua::experiments {
 namespace {
 
+// Apart from the same-named helpers of test_experiments's other files: the sanitizer presets
+// compile several files of a program as one (CMAKE_UNITY_BUILD, CMakePresets.json).
+namespace runtime_options_test {
+
 Experiment load(const std::vector<std::string>& sets = {}) {
   static const auto components = testing::fake_components();
   LoadOptions options;
@@ -58,5 +62,6 @@ TEST(RuntimeOptions, TheWatchdogChangesNeitherTheResolvedConfigNorThePointId) {
   EXPECT_FALSE(plain.resolved.contains("runtime_options"));
 }
 
+}  // namespace runtime_options_test
 }  // namespace
 }  // namespace bagua::experiments

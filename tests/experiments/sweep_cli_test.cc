@@ -15,6 +15,10 @@
 
 namespace {
 
+// Apart from the same-named helpers of test_experiments's other files: the sanitizer presets
+// compile several files of a program as one (CMAKE_UNITY_BUILD, CMakePresets.json).
+namespace sweep_cli_test {
+
 namespace fs = std::filesystem;
 using bagua::testing::read_file;
 using bagua::testing::run_command;
@@ -227,4 +231,5 @@ TEST_F(SweepCli, PlotConvergenceAndADivergedPointFromTheCommandLine) {
   EXPECT_TRUE(fs::exists(dir_ / "lr.png"));
 }
 
+}  // namespace sweep_cli_test
 }  // namespace

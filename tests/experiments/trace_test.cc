@@ -14,6 +14,10 @@
 
 namespace {
 
+// Apart from the same-named helpers of test_experiments's other files: the sanitizer presets
+// compile several files of a program as one (CMAKE_UNITY_BUILD, CMakePresets.json).
+namespace trace_test {
+
 namespace fs = std::filesystem;
 using bagua::testing::read_file;
 using Result = bagua::testing::CommandResult;
@@ -144,4 +148,5 @@ TEST_F(Trace, ThreadsRuntimeWritesTheSameTimeline) {
   }
 }
 
+}  // namespace trace_test
 }  // namespace

@@ -20,6 +20,10 @@
 namespace bagua::collectives {
 namespace {
 
+// Apart from the same-named helpers of test_collectives's other files: the sanitizer presets
+// compile several files of a program as one (CMAKE_UNITY_BUILD, CMakePresets.json).
+namespace cost_test {
+
 using testing::Backend;
 
 TEST(Catalogue, WorkedExamples) {
@@ -235,5 +239,6 @@ INSTANTIATE_TEST_SUITE_P(Layouts, HierarchicalCatalogue, ::testing::ValuesIn(hos
                                   std::to_string(info.param.ranks_per_host);
                          });
 
+}  // namespace cost_test
 }  // namespace
 }  // namespace bagua::collectives

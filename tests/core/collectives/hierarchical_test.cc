@@ -16,6 +16,10 @@
 namespace bagua::collectives {
 namespace {
 
+// Apart from the same-named helpers of test_collectives's other files: the sanitizer presets
+// compile several files of a program as one (CMAKE_UNITY_BUILD, CMakePresets.json).
+namespace hierarchical_test {
+
 using testing::Backend;
 using testing::contribution;
 using testing::describe;
@@ -301,5 +305,6 @@ TEST_P(Hierarchical, MetaBuffersRunEveryCollective) {
 INSTANTIATE_TEST_SUITE_P(Layouts, Hierarchical, ::testing::ValuesIn(layouts()),
                          [](const ::testing::TestParamInfo<Layout>& info) { return info.param.name; });
 
+}  // namespace hierarchical_test
 }  // namespace
 }  // namespace bagua::collectives

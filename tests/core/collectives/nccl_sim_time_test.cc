@@ -22,6 +22,10 @@
 namespace bagua::collectives {
 namespace {
 
+// Apart from the same-named helpers of test_collectives's other files: the sanitizer presets
+// compile several files of a program as one (CMAKE_UNITY_BUILD, CMakePresets.json).
+namespace nccl_sim_time_test {
+
 constexpr int64_t kRouteLatencyNs = 2000;
 constexpr double kBytesPerNs = 12.5;
 
@@ -202,5 +206,6 @@ TEST(NcclSimulatedTime, NcclPicksTheTreeAtHighLatencyAndTheSimulatorAgreesWithIt
   EXPECT_LT(pipelined * 3, bulk);
 }
 
+}  // namespace nccl_sim_time_test
 }  // namespace
 }  // namespace bagua::collectives

@@ -17,6 +17,10 @@
 namespace bagua::collectives {
 namespace {
 
+// Apart from the same-named helpers of test_collectives's other files: the sanitizer presets
+// compile several files of a program as one (CMAKE_UNITY_BUILD, CMakePresets.json).
+namespace nccl_test {
+
 using testing::contribution;
 using testing::describe;
 using testing::expect_elements;
@@ -378,5 +382,6 @@ TEST(NcclTuning, TheNetworksLatencyEntersTwice) {
   EXPECT_NE(text.find("choice: tree"), std::string::npos) << text;
 }
 
+}  // namespace nccl_test
 }  // namespace
 }  // namespace bagua::collectives

@@ -21,6 +21,10 @@
 namespace bagua::collectives {
 namespace {
 
+// Apart from the same-named helpers of test_collectives's other files: the sanitizer presets
+// compile several files of a program as one (CMAKE_UNITY_BUILD, CMakePresets.json).
+namespace sim_time_test {
+
 constexpr int64_t kRouteLatencyNs = 2000;  // 1 us up + 1 us down, as above
 constexpr double kBytesPerNs = 12.5;       // 100 Gbit/s
 
@@ -245,5 +249,6 @@ TEST(SimulatedTime, HierarchicalAllreduceWithIntraHostBinomialTrees) {
             496'000);
 }
 
+}  // namespace sim_time_test
 }  // namespace
 }  // namespace bagua::collectives

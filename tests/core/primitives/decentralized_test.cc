@@ -13,6 +13,10 @@
 namespace bagua {
 namespace {
 
+// Apart from the same-named helpers of test_primitives's other files: the sanitizer presets
+// compile several files of a program as one (CMAKE_UNITY_BUILD, CMakePresets.json).
+namespace decentralized_test {
+
 using testing::average_input;
 using testing::Backend;
 using testing::input;
@@ -258,5 +262,6 @@ TEST(DecentralizedLowPrecision, IdentityCompressorFollowsTheRingUpdate) {
   }
 }
 
+}  // namespace decentralized_test
 }  // namespace
 }  // namespace bagua

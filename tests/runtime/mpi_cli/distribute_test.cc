@@ -28,6 +28,10 @@
 
 namespace {
 
+// Apart from the same-named helpers of test_mpi_cli's other files: the sanitizer presets
+// compile several files of a program as one (CMAKE_UNITY_BUILD, CMakePresets.json).
+namespace distribute_test {
+
 namespace fs = std::filesystem;
 using bagua::testing::lines_of;
 
@@ -310,4 +314,5 @@ TEST_F(Distribute, ThreadsPointsUnderAJobOfSeveralProcessesAreRefused) {
   EXPECT_FALSE(fs::exists(dir_ / "job"));
 }
 
+}  // namespace distribute_test
 }  // namespace
