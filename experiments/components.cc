@@ -13,4 +13,9 @@ std::unique_ptr<Components> make_components() {
   return c;
 }
 
+bool uses_service_ranks(const std::string& name, const Params& params, const Components& c) {
+  const AlgorithmDeps deps{c.compressors, c.optimizers};
+  return c.algorithms.create(name, params, deps)->uses_service_ranks();
+}
+
 }  // namespace bagua::experiments

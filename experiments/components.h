@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "core/algorithms/algorithm.h"
 #include "core/compress/compressor.h"
@@ -26,5 +27,10 @@ struct Components {
 
 // Every registered component of the project.
 std::unique_ptr<Components> make_components();
+
+// Whether the algorithm `name` with `params` (its schema's, defaults filled in) runs a server loop on
+// the cluster's service ranks (Algorithm::uses_service_ranks, core/services.h): the runner refuses CPU
+// hosts to one that does not, and `bagua recommend` runs such a candidate without them.
+bool uses_service_ranks(const std::string& name, const Params& params, const Components& c);
 
 }  // namespace bagua::experiments

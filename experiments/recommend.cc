@@ -385,7 +385,6 @@ std::vector<std::vector<Recommendation>> recommend(const std::filesystem::path& 
   // The tasks: each point x candidate, and the same with zero latency; first[i] is point i's first.
   std::vector<Task> tasks;
   std::vector<size_t> first;
-  const AlgorithmDeps deps{c.compressors, c.optimizers};
   for (size_t i = 0; i < base.points.size(); ++i) {
     first.push_back(tasks.size());
     const std::vector<Candidate>& list = point_candidates[i];
@@ -407,8 +406,7 @@ std::vector<std::vector<Recommendation>> recommend(const std::filesystem::path& 
           // cluster.cpu_hosts, which refuses the CPU hosts for such an algorithm (run_ranks,
           // experiments/runner.cc).
           const int cpu_hosts = p.has_cluster ? p.cluster.cpu_hosts.count : 0;
-          if (cpu_hosts > 0 &&
-              !c.algorithms.create(p.algorithm.name, p.algorithm.params, deps)->uses_service_ranks()) {
+          if (cpu_hosts > 0 && !uses_service_ranks(p.algorithm.name, p.algorithm.params, c)) {
             j["cluster"].erase("cpu_hosts");
             p = load_experiment_json(j, config_dir, LoadOptions{}, c).points.front();
             t.cpu_hosts_dropped = cpu_hosts;

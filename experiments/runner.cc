@@ -134,9 +134,7 @@ RanksRun run_ranks(const PointConfig& point, const Components& c, Backends& back
   // workers train, are timed and give results. An algorithm that runs nothing there is refused.
   const int service_ranks = point.has_cluster ? point.cluster.cpu_hosts.count : 0;
   const AlgorithmDeps algorithm_deps{c.compressors, c.optimizers};
-  if (service_ranks > 0 &&
-      !c.algorithms.create(point.algorithm.name, point.algorithm.params, algorithm_deps)
-           ->uses_service_ranks()) {
+  if (service_ranks > 0 && !uses_service_ranks(point.algorithm.name, point.algorithm.params, c)) {
     throw ConfigError("cluster.cpu_hosts: algorithm \"" + point.algorithm.name +
                       "\" runs nothing on service ranks (byteps with \"servers\": \"cpu_hosts\" does)");
   }
