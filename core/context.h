@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "core/buffer.h"
 #include "core/clock.h"
@@ -71,6 +72,28 @@ class RankContext {
   // The world's service ranks (core/services.h) when this rank is a worker of a world that has them;
   // null otherwise (every rank trains).
   virtual const ServiceRanks* services() const { return nullptr; }
+};
+
+// A RankContext that hands every member to an inner one: the base of a decorator, which overrides
+// only what it changes (a worker group's transport, a tracing clock, a logging transport).
+class ForwardingContext : public RankContext {
+ public:
+  explicit ForwardingContext(RankContext& inner) : inner_(inner) {}
+  Transport& transport() override { return inner_.transport(); }
+  Clock& clock() override { return inner_.clock(); }
+  std::unique_ptr<Stream> make_stream(std::string name) override {
+    return inner_.make_stream(std::move(name));
+  }
+  EventPtr make_event() override { return inner_.make_event(); }
+  const Space& space() const override { return inner_.space(); }
+  Tracer* tracer() override { return inner_.tracer(); }
+  const ServiceRanks* services() const override { return inner_.services(); }
+
+ protected:
+  RankContext& inner() { return inner_; }
+
+ private:
+  RankContext& inner_;
 };
 
 // Records a span from construction to destruction on the rank's tracer, if any.

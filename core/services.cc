@@ -7,7 +7,7 @@
 
 namespace bagua {
 
-WorkerContext::WorkerContext(RankContext& inner, int workers) : inner_(inner) {
+WorkerContext::WorkerContext(RankContext& inner, int workers) : ForwardingContext(inner) {
   Transport& job = inner.transport();
   BAGUA_CHECK(workers >= 1 && workers <= job.size() && job.rank() < workers,
               "a worker context for job rank " + std::to_string(job.rank()) + " of " +

@@ -42,22 +42,14 @@ struct ServiceRanks {
 // A worker's context in a world with service ranks: `inner`'s clock, streams and space, with the worker
 // group as its transport and `services()` naming the service ranks. Collective over the workers (it
 // makes the worker group); service ranks do not make one.
-class WorkerContext final : public RankContext {
+class WorkerContext final : public ForwardingContext {
  public:
   WorkerContext(RankContext& inner, int workers);
 
   Transport& transport() override { return *workers_; }
-  Clock& clock() override { return inner_.clock(); }
-  std::unique_ptr<Stream> make_stream(std::string name) override {
-    return inner_.make_stream(std::move(name));
-  }
-  EventPtr make_event() override { return inner_.make_event(); }
-  const Space& space() const override { return inner_.space(); }
-  Tracer* tracer() override { return inner_.tracer(); }
   const ServiceRanks* services() const override { return &services_; }
 
  private:
-  RankContext& inner_;
   std::unique_ptr<Transport> workers_;
   ServiceRanks services_;
 };

@@ -34,11 +34,11 @@ void subgroup_barrier(Transport& transport) {
 }  // namespace
 
 TracingContext::TracingContext(RankContext& inner, const TraceFilter& filter)
-    : inner_(inner),
+    : ForwardingContext(inner),
       tracer_(inner.transport().rank(), filter),
       clock_(inner.clock(), tracer_) {
-  subgroup_barrier(inner_.transport());
-  tracer_.zero = inner_.clock().now();
+  subgroup_barrier(inner.transport());
+  tracer_.zero = inner.clock().now();
 }
 
 std::vector<TraceSpan> TracingContext::spans() {

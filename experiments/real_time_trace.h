@@ -22,20 +22,13 @@
 
 namespace bagua::experiments {
 
-class TracingContext final : public RankContext {
+class TracingContext final : public ForwardingContext {
  public:
   // Runs the barrier (a collective call: every rank of the world constructs one).
   TracingContext(RankContext& inner, const TraceFilter& filter);
 
-  Transport& transport() override { return inner_.transport(); }
   Clock& clock() override { return clock_; }
-  std::unique_ptr<Stream> make_stream(std::string name) override {
-    return inner_.make_stream(std::move(name));
-  }
-  EventPtr make_event() override { return inner_.make_event(); }
-  const Space& space() const override { return inner_.space(); }
   Tracer* tracer() override { return &tracer_; }
-  const ServiceRanks* services() const override { return inner_.services(); }
 
   // This rank's spans so far (times since the barrier).
   std::vector<TraceSpan> spans();
@@ -69,7 +62,6 @@ class TracingContext final : public RankContext {
     RecordingTracer& tracer_;
   };
 
-  RankContext& inner_;
   RecordingTracer tracer_;
   TracingClock clock_;
 };

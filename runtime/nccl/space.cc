@@ -32,7 +32,7 @@ cudaMemcpyKind copy_kind(Memory dst, Memory src) {
   return cudaMemcpyHostToHost;
 }
 
-void copy_bytes(int device, void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+void copy_bytes_of_kind(int device, void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
   if (bytes == 0) return;
   use_device(device);
   BAGUA_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, kind, cudaStreamPerThread));
@@ -86,7 +86,7 @@ OnDevice on_device(int device, const BufferView& v) {
   BAGUA_CHECK(v.memory() == Memory::kHost, "cuda: staging a " + to_string(v.memory()) + " buffer");
   const size_t bytes = static_cast<size_t>(v.bytes().count());
   d.staging = DeviceAllocation(device, bytes);
-  copy_bytes(device, d.staging.data(), v.data(), bytes, cudaMemcpyHostToDevice);
+  copy_bytes_of_kind(device, d.staging.data(), v.data(), bytes, cudaMemcpyHostToDevice);
   d.data = d.staging.data();
   return d;
 }
@@ -133,7 +133,7 @@ void* pool_allocate(int device, size_t bytes) {
 }  // namespace
 
 void copy_bytes(int device, void* dst, const void* src, size_t bytes) {
-  copy_bytes(device, dst, src, bytes, cudaMemcpyDefault);
+  copy_bytes_of_kind(device, dst, src, bytes, cudaMemcpyDefault);
 }
 
 // ---- DeviceAllocation -------------------------------------------------------------------------------
@@ -207,7 +207,7 @@ void CudaSpace::copy(const BufferView& dst, const BufferView& src) const {
     std::memmove(dst.data(), src.data(), bytes);
     return;
   }
-  copy_bytes(device_, dst.data(), src.data(), bytes, kind);
+  copy_bytes_of_kind(device_, dst.data(), src.data(), bytes, kind);
 }
 
 void CudaSpace::reduce(const BufferView& dst, const BufferView& src, ReduceOp op) const {

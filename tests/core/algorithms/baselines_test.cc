@@ -94,21 +94,13 @@ class LoggingTransport final : public Transport {
   int subgroups_ = 0;
 };
 
-class LoggingContext final : public RankContext {
+class LoggingContext final : public ForwardingContext {
  public:
   LoggingContext(RankContext& inner, MessageLog& log)
-      : inner_(inner), transport_(nullptr, inner.transport(), log, 0) {}
+      : ForwardingContext(inner), transport_(nullptr, inner.transport(), log, 0) {}
   Transport& transport() override { return transport_; }
-  Clock& clock() override { return inner_.clock(); }
-  std::unique_ptr<Stream> make_stream(std::string name) override {
-    return inner_.make_stream(std::move(name));
-  }
-  EventPtr make_event() override { return inner_.make_event(); }
-  const Space& space() const override { return inner_.space(); }
-  Tracer* tracer() override { return inner_.tracer(); }
 
  private:
-  RankContext& inner_;
   LoggingTransport transport_;
 };
 
