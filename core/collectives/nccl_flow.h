@@ -82,6 +82,9 @@ class FlowCapable {
   // The time one message of `bytes` from group rank `src` to `dst` takes alone on the network, from
   // isend to the receive's completion (netsim's lone_transfer_time).
   virtual Time transfer_time(int src, int dst, Bytes bytes) const = 0;
+  // Whether the messages from one rank to another move one after another, an ordered byte stream
+  // (netsim's TransportModel::ordered), rather than sharing the links at once.
+  virtual bool ordered_streams() const = 0;
 };
 
 // The transport's flow capability where its granularity is kFlow, else null.
