@@ -18,8 +18,7 @@ std::string to_string(CollectiveGranularity g) {
 
 FlowCapable* flow_granularity(Transport& transport) {
   auto* flow = dynamic_cast<FlowCapable*>(&transport);
-  if (flow == nullptr || flow->collective_granularity() != CollectiveGranularity::kFlow)
-    return nullptr;
+  if (flow == nullptr || flow->collective_granularity() != CollectiveGranularity::kFlow) return nullptr;
   return flow;
 }
 
@@ -154,8 +153,8 @@ Hop hop_cost(FlowCapable& flow, int src, int dst, Sharing sharing) {
 
 // The costs of the first pair of each kind among `pairs` (src, dst).
 template <class Pairs>
-HopCosts hop_costs(FlowCapable& flow, const Transport& transport, const Pairs& pairs,
-                   const Slicing& s, Sharing sharing) {
+HopCosts hop_costs(FlowCapable& flow, const Transport& transport, const Pairs& pairs, const Slicing& s,
+                   Sharing sharing) {
   HopCosts costs;
   for (const auto& [src, dst] : pairs) {
     const bool between = transport.host_of(src) != transport.host_of(dst);
@@ -239,9 +238,12 @@ void flow_ring(FlowCapable& flow, Transport& transport, const BufferView& data, 
     const size_t own = chunk_range(part, ranks, who).count;
     const size_t next = chunk_range(part, ranks, mod(who + 1, ranks)).count;
     switch (kind) {
-      case RingKind::kReduceScatter: return part - own;
-      case RingKind::kAllgather: return part - next;
-      case RingKind::kAllreduce: return 2 * part - own - next;
+      case RingKind::kReduceScatter:
+        return part - own;
+      case RingKind::kAllgather:
+        return part - next;
+      case RingKind::kAllreduce:
+        return 2 * part - own - next;
     }
     return size_t{0};
   };
@@ -313,8 +315,8 @@ void flow_ring_allreduce(FlowCapable& flow, Transport& transport, const BufferVi
   flow_ring(flow, transport, data, tag, options, RingKind::kAllreduce);
 }
 
-void flow_broadcast(FlowCapable& flow, Transport& transport, const BufferView& data, int root,
-                    Tag tag, const PipelineOptions& options) {
+void flow_broadcast(FlowCapable& flow, Transport& transport, const BufferView& data, int root, Tag tag,
+                    const PipelineOptions& options) {
   flow_chain(flow, transport, data, root, tag, options);
 }
 
@@ -370,7 +372,8 @@ void flow_double_tree_allreduce(FlowCapable& flow, Transport& transport, const B
     int host_depth = 0;
     for (int node = 0; node < nodes; ++node) {
       int depth = 0;
-      for (int at = node; dtree_links(nodes, at, tree).parent >= 0; at = dtree_links(nodes, at, tree).parent)
+      for (int at = node; dtree_links(nodes, at, tree).parent >= 0;
+           at = dtree_links(nodes, at, tree).parent)
         ++depth;
       host_depth = std::max(host_depth, depth);
     }

@@ -98,8 +98,8 @@ void flow_allgather(FlowCapable& flow, Transport& transport, const BufferView& d
                     const PipelineOptions& options);
 void flow_ring_allreduce(FlowCapable& flow, Transport& transport, const BufferView& data, Tag tag,
                          const PipelineOptions& options);
-void flow_broadcast(FlowCapable& flow, Transport& transport, const BufferView& data, int root,
-                    Tag tag, const PipelineOptions& options);
+void flow_broadcast(FlowCapable& flow, Transport& transport, const BufferView& data, int root, Tag tag,
+                    const PipelineOptions& options);
 void flow_reduce(FlowCapable& flow, Transport& transport, const BufferView& data, int root, Tag tag,
                  const PipelineOptions& options);
 void flow_double_tree_allreduce(FlowCapable& flow, Transport& transport, const BufferView& data,
