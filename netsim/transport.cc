@@ -497,6 +497,10 @@ Time SimTransport::transfer_time(int src, int dst, Bytes bytes) const {
   return lone_transfer_time(world_.spec, world_.topology, world_rank(src), world_rank(dst), bytes);
 }
 
+bool SimTransport::ordered_streams() const {
+  return world_.spec.transport.ordered;
+}
+
 std::unique_ptr<Transport> SimTransport::subgroup(std::span<const int> ranks) {
   const int me = subgroup_position(*this, ranks);
   std::vector<int> members;

@@ -223,7 +223,8 @@ class Mailbox {
 };
 
 // FlowCapable: NCCL's collectives at the cluster's collective_granularity (slice unless the cluster
-// asks for flow), pause as the fiber's sleep, and transfer_time as lone_transfer_time.
+// asks for flow), pause as the fiber's sleep, transfer_time as lone_transfer_time, and ordered_streams
+// as the cluster's transport.ordered.
 class SimTransport final : public Transport, public collectives::FlowCapable {
  public:
   // `members[i]` is the world rank of group rank i; empty for the world group (identity).
@@ -238,6 +239,7 @@ class SimTransport final : public Transport, public collectives::FlowCapable {
   collectives::CollectiveGranularity collective_granularity() const override;
   void pause(Time d) override;
   Time transfer_time(int src, int dst, Bytes bytes) const override;
+  bool ordered_streams() const override;
   // native_allreduce: not offered (the default returns false), collectives run the reference algorithm.
 
  private:

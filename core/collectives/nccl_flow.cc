@@ -18,8 +18,7 @@ std::string to_string(CollectiveGranularity g) {
 
 FlowCapable* flow_granularity(Transport& transport) {
   auto* flow = dynamic_cast<FlowCapable*>(&transport);
-  if (flow == nullptr || flow->collective_granularity() != CollectiveGranularity::kFlow)
-    return nullptr;
+  if (flow == nullptr || flow->collective_granularity() != CollectiveGranularity::kFlow) return nullptr;
   return flow;
 }
 
@@ -32,25 +31,35 @@ void require_meta(const BufferView& data) {
         "workload); this workload's buffers hold data: use \"slice\"");
 }
 
-// A hop of each kind: alpha (an empty message) and its transmission time per byte while k streams
-// leave the rank at once, each at 1 / k of the rate: on the chain k = the streams whose first
-// slices go out together (the ring's channels; one for the tree, whose parts arrive apart), on the
-// window k = every peer stream of the rank (the ring's channels; the tree's parent and children).
+// A hop of each kind: alpha (an empty message), its transmission time per byte alone (`ns_per_byte`),
+// and while k streams leave the rank at once, each at 1 / k of the rate: on the chain k = the streams
+// whose first slices go out together (the ring's channels; one for the tree, whose parts arrive
+// apart), on the window k = every peer stream of the rank (the ring's channels; the tree's parent and
+// children). `ordered`: the transport moves one peer's messages one after another (a stream), so
+// that slices sent together do not share the link but follow one another (nccl_flow.h, "Ordered").
 struct Hop {
   Time alpha;
+  double ns_per_byte = 0;
   double chain_ns_per_byte = 0;
   double window_ns_per_byte = 0;
+  bool ordered = false;
   static Time at(double ns_per_byte, Bytes bytes) {
     return Time::ns(std::llround(static_cast<double>(bytes.count()) * ns_per_byte));
   }
+  Time transmit(Bytes bytes) const { return at(ns_per_byte, bytes); }
   Time chain_transmit(Bytes bytes) const { return at(chain_ns_per_byte, bytes); }
   Time window_transmit(Bytes bytes) const { return at(window_ns_per_byte, bytes); }
-  // What each slice adds while the window binds: alpha / W once alpha > (W - 1) tau (the W slices
-  // in flight cannot cover the hop's latency, and go in bursts of W that share the link and land
-  // together, every alpha + W tau); else nothing (the link streams).
+  // What each slice to one peer adds to its stream's time (window_transmit) while the window of W
+  // slices in flight binds. Shared links (not ordered): alpha / W always. The W slices in flight
+  // share the link max-min, so the ones sent together land together, free their slots together and
+  // the next W go out together, every alpha + W tau: the sends stay in bursts once they are (a run
+  // of calls back to back, nccl_flow.h, "The window"). Ordered: the window slides; the oldest slice
+  // frees its slot alpha + tau1 after it was sent (tau1: one slice alone on the hop), so W slices
+  // take at least alpha + tau1, and each adds (alpha + tau1) / W less its stream time, if positive.
   Time window_latency(Bytes slice, int in_flight) const {
-    if (alpha <= window_transmit(slice) * (in_flight - 1)) return Time::zero();
-    return Time::ns(alpha.nanoseconds() / in_flight);
+    if (!ordered) return Time::ns(alpha.nanoseconds() / in_flight);
+    const Time per_slice = Time::ns((alpha + transmit(slice)).nanoseconds() / in_flight);
+    return std::max(Time::zero(), per_slice - window_transmit(slice));
   }
 };
 
@@ -82,13 +91,33 @@ struct HopCosts {
   bool has_intra = false;
   bool has_inter = false;
 
-  // The chain's hop: alpha + the burst.
-  static Time chain_hop(const Hop& h, const Slicing& s) { return h.alpha + h.chain_transmit(s.burst); }
-  // Of the slower kind: the last step's slices after the burst, and the window term for
-  // `slices_to_peer` slices of `bytes_to_peer` bytes in all.
+  // The chain's hop on the ring and the chain: alpha + the burst, which lands together on shared
+  // links; on an ordered stream the first slice alone (the burst's others follow it).
+  static Time chain_hop(const Hop& h, const Slicing& s) {
+    return h.alpha + (h.ordered ? h.transmit(s.slice) : h.chain_transmit(s.burst));
+  }
+  // The tree's hop: alpha + one slice alone, whatever the transport: the tree forwards slice by
+  // slice (double_tree.cc, each item waits for its own receives), not in bursts.
+  static Time tree_hop(const Hop& h, const Slicing& s) { return h.alpha + h.transmit(s.slice); }
+  // Of the slower kind: the last step's slices after the burst (ordered: every slice of the step but
+  // the first, at the stream's rate), and the window term for `slices_to_peer` slices of
+  // `bytes_to_peer` bytes in all.
   Time tail(const Slicing& s, int in_flight) const {
     return slower([&](const Hop& h) {
+      if (h.ordered)
+        return h.window_latency(s.slice, in_flight) * (s.slices - 1) +
+               h.window_transmit(s.burst + s.rest) - h.transmit(s.slice);
       return h.window_latency(s.slice, in_flight) * (s.slices - s.m) + h.window_transmit(s.rest);
+    });
+  }
+  // The tree's: after the first slice's way, the part's n slices through the rank's busiest hop, each
+  // at its share (window_transmit) and window latency, less the first slice's own time there, which
+  // the way counted alone: a pipeline of stages takes the sum of the stages plus (n - 1) of the
+  // slowest.
+  Time tree_tail(const Slicing& s, int in_flight) const {
+    return slower([&](const Hop& h) {
+      return h.window_latency(s.slice, in_flight) * s.slices + h.window_transmit(s.burst + s.rest) -
+             h.transmit(s.slice);
     });
   }
   Time window(const Slicing& s, int in_flight, int64_t slices_to_peer, Bytes bytes_to_peer) const {
@@ -119,13 +148,13 @@ Hop hop_cost(FlowCapable& flow, int src, int dst, Sharing sharing) {
   const double per_byte =
       static_cast<double>((flow.transfer_time(src, dst, Bytes(kProbeBytes)) - alpha).nanoseconds()) /
       static_cast<double>(kProbeBytes);
-  return {alpha, per_byte * sharing.chain, per_byte * sharing.window};
+  return {alpha, per_byte, per_byte * sharing.chain, per_byte * sharing.window, flow.ordered_streams()};
 }
 
 // The costs of the first pair of each kind among `pairs` (src, dst).
 template <class Pairs>
-HopCosts hop_costs(FlowCapable& flow, const Transport& transport, const Pairs& pairs,
-                   const Slicing& s, Sharing sharing) {
+HopCosts hop_costs(FlowCapable& flow, const Transport& transport, const Pairs& pairs, const Slicing& s,
+                   Sharing sharing) {
   HopCosts costs;
   for (const auto& [src, dst] : pairs) {
     const bool between = transport.host_of(src) != transport.host_of(dst);
@@ -209,9 +238,12 @@ void flow_ring(FlowCapable& flow, Transport& transport, const BufferView& data, 
     const size_t own = chunk_range(part, ranks, who).count;
     const size_t next = chunk_range(part, ranks, mod(who + 1, ranks)).count;
     switch (kind) {
-      case RingKind::kReduceScatter: return part - own;
-      case RingKind::kAllgather: return part - next;
-      case RingKind::kAllreduce: return 2 * part - own - next;
+      case RingKind::kReduceScatter:
+        return part - own;
+      case RingKind::kAllgather:
+        return part - next;
+      case RingKind::kAllreduce:
+        return 2 * part - own - next;
     }
     return size_t{0};
   };
@@ -283,8 +315,8 @@ void flow_ring_allreduce(FlowCapable& flow, Transport& transport, const BufferVi
   flow_ring(flow, transport, data, tag, options, RingKind::kAllreduce);
 }
 
-void flow_broadcast(FlowCapable& flow, Transport& transport, const BufferView& data, int root,
-                    Tag tag, const PipelineOptions& options) {
+void flow_broadcast(FlowCapable& flow, Transport& transport, const BufferView& data, int root, Tag tag,
+                    const PipelineOptions& options) {
   flow_chain(flow, transport, data, root, tag, options);
 }
 
@@ -340,7 +372,8 @@ void flow_double_tree_allreduce(FlowCapable& flow, Transport& transport, const B
     int host_depth = 0;
     for (int node = 0; node < nodes; ++node) {
       int depth = 0;
-      for (int at = node; dtree_links(nodes, at, tree).parent >= 0; at = dtree_links(nodes, at, tree).parent)
+      for (int at = node; dtree_links(nodes, at, tree).parent >= 0;
+           at = dtree_links(nodes, at, tree).parent)
         ++depth;
       host_depth = std::max(host_depth, depth);
     }
@@ -354,9 +387,9 @@ void flow_double_tree_allreduce(FlowCapable& flow, Transport& transport, const B
       (transport.host_of(parent) == transport.host_of(at) ? down_intra : down_inter) += 1;
       at = parent;
     }
-    const Time chain = HopCosts::chain_hop(costs.intra, s) * (up_intra + down_intra) +
-                       HopCosts::chain_hop(costs.inter, s) * (host_depth + down_inter) +
-                       costs.tail(s, in_flight);
+    const Time chain = HopCosts::tree_hop(costs.intra, s) * (up_intra + down_intra) +
+                       HopCosts::tree_hop(costs.inter, s) * (host_depth + down_inter) +
+                       costs.tree_tail(s, in_flight);
     // The window of one peer: the part's slices, W at a time.
     const Time window = costs.window(s, in_flight, s.slices, s.burst + s.rest);
     longest_wait = std::max({longest_wait, chain, window});

@@ -25,12 +25,10 @@
 // recursion either walks every item (the link never idles: alpha + V / b) or jumps from step to step
 // (K jumps of alpha + a burst, then the last step's slices after its burst). The simulator shares a
 // link max-min among the slices in flight, so a step's burst of m slices lands together, after
-// alpha + m tau, and a jump costs that. And the window: at most W slices are in flight per peer; once
-// alpha > (W - 1) tau they cannot cover the latency and go in bursts of W every alpha + W tau, alpha /
-// W more per slice than the link's rate. So, per channel:
+// alpha + m tau, and a jump costs that. So, per channel:
 //   bandwidth  alpha + V / b                          (the transfers, simulated)
 //   chain      K (alpha + burst) + tail               (tail: the n - m slices after the burst)
-//   window     (slices to the peer) x [alpha / W]  +  V / b    ([..] only where the window binds)
+//   window     (slices to the peer) x alpha / W  +  V / b
 // and T = the largest. The flow model keeps all three: every rank posts, per channel and peer, one
 // transfer of V bytes (all released together, so that max-min sharing sees the link loads of the
 // ring's steady state, with whatever else shares the links: the first term is the network model's),
@@ -40,21 +38,55 @@
 // heads). On the ring the C channels' slices leave together (C streams share a hop); on the tree a
 // rank's parent and children (four streams per two parts) share its window, one stream its chain.
 //
+// The window. At most W slices are in flight per peer. On shared links the W slices in flight
+// share the link max-min, land together and free their slots together, so the next W go out
+// together: once the sends are in bursts they stay in bursts, of W every alpha + W tau, alpha / W
+// more per slice than the link's rate, even where W tau would cover alpha for a window that slid.
+// That is the slice level's steady state: the second and later of a run of calls back to back (the
+// buckets of a training step whose communication is the bottleneck) pay it within 1 % (GPT-2 XL on
+// 128 H100s: 3'034 us per 39 MiB bucket, flow 3'024; 4'662 us per 78 MiB bucket, flow 4'650). A
+// first call from a start where every rank begins at once pays less, its sends spread by the data's
+// arrival until the window fills (10 MiB on 4 x 8 ranks: 1'641 us, later calls 1'818, flow 1'811).
+//
+// Ordered streams (FlowCapable::ordered_streams: the transport moves one peer's messages one after
+// another, NCCL's socket transport, paper_tcp). The slices sent together do not share the link but
+// follow one another: the first lands after alpha + tau1 (tau1: one slice alone) and is forwarded at
+// once, so a jump costs alpha + tau1 and the last step's other slices (of every channel, on one
+// stream) follow at the stream's rate: chain = K (alpha + tau1) + (C x chunk) / b - tau1. The window
+// slides: the oldest slice frees its slot alpha + tau1 after it left, so W slices take at least
+// alpha + tau1 and each adds max(0, (alpha + tau1) / W - its stream time).
+//
+// The double binary tree (double_tree.cc) forwards slice by slice, each item waiting for its own
+// receives, never a burst: a pipeline whose stages are the hops of the first slice's way (alpha +
+// tau1 each: up the deepest path, down to the rank) and whose slowest stage is the rank's busiest
+// hop, where a slice takes its share (four streams per two parts) and the window's latency. A
+// pipeline takes the sum of its stages and n - 1 times the slowest: chain = the way + n (window
+// latency + share) - tau1 (the first slice's time there, counted on its way).
+//
 // Worked examples (tests/core/collectives/nccl_flow_test.cc): 4 hosts of one rank on a star of
 // 100 Gbit/s NICs (12.5 bytes per ns) and 1 us links (alpha = 2 us), an allreduce of 8'000'000 B on
 // one channel: chunk 2'000'000 B, slices of 1 MiB, n = m = 2, K = 6; the transfers 2'000 + 960'000
 // ns, the chain 6 x (2'000 + 160'000) = 972'000 ns (the slice-level model: 972'006 ns). With 1 ms
 // links: the chain 6 x (2'000'000 + 160'000) = 12'960'000 ns (the slice-level model: 12'960'006).
-// Measured against the slice-level model on 4 hosts of 8 ranks (10 and 256 MiB, 5 us and 1 ms): the
-// rings within 3.4 %, broadcast and reduce within 6.6 %, the double tree within 9 %.
+// An ordered broadcast of 4 MiB in 8 slices over 3 hops: 3 x (2'000 + 41'943) + 7 x 41'943 =
+// 425'430 ns, as the slice level. The tree of 4 hosts of 8 ranks, 16 MiB: 2'911'114 ns (the slice
+// level 2'991'936). Measured against the slice-level model on 4 hosts of 8 ranks (10 and 256 MiB,
+// 5 us and 1 ms; the rings and the tree on calls back to back): the rings within 3.0 %, broadcast
+// and reduce within 6.6 %, the double tree within 1.1 % at 5 us and +5.5 to +14.3 % at 1 ms (its
+// window and its NIC sharing, taken for a pipeline's steady state, are pessimistic where the up and
+// down passes are 2 ms apart).
 //
 // What it drops: per-step contention dynamics (a step's slices meeting other traffic at different
 // moments), slot stalls other than the window term, the timing of cross traffic within a call (the
-// V bytes move as one flow from the start), the fill of a bandwidth-bound pipeline (up to 3.4 %
-// above), and the per-rank spread of finishing times (every rank's transfers start together; a rank
-// whose hop is fast, NVLink, finishes its transfers early but waits for its own chain). Only meta
-// buffers: the model carries no data, and a materialized buffer is refused with an error naming
-// cluster.collective_granularity.
+// V bytes move as one flow from the start), the fill of a bandwidth-bound pipeline, the first
+// call's faster window (above), calls of a chain (broadcast, reduce) back to back overlapping one
+// another, the slice level's coupling of the two trees (double_tree.cc serves both trees and both
+// passes from one fiber per rank, in one order: a rank heading one tree waits there while its
+// sends in the other stall; NCCL runs each channel on its own thread block, so the slice level is
+// pessimistic there, up to 25 % at one rank per host), and the per-rank spread of finishing times
+// (every rank's transfers start together; a rank whose hop is fast, NVLink, finishes its transfers
+// early but waits for its own chain). Only meta buffers: the model carries no data, and a
+// materialized buffer is refused with an error naming cluster.collective_granularity.
 #pragma once
 
 #include <cstdint>
@@ -82,6 +114,9 @@ class FlowCapable {
   // The time one message of `bytes` from group rank `src` to `dst` takes alone on the network, from
   // isend to the receive's completion (netsim's lone_transfer_time).
   virtual Time transfer_time(int src, int dst, Bytes bytes) const = 0;
+  // Whether the messages from one rank to another move one after another, an ordered byte stream
+  // (netsim's TransportModel::ordered), rather than sharing the links at once.
+  virtual bool ordered_streams() const = 0;
 };
 
 // The transport's flow capability where its granularity is kFlow, else null.
@@ -95,8 +130,8 @@ void flow_allgather(FlowCapable& flow, Transport& transport, const BufferView& d
                     const PipelineOptions& options);
 void flow_ring_allreduce(FlowCapable& flow, Transport& transport, const BufferView& data, Tag tag,
                          const PipelineOptions& options);
-void flow_broadcast(FlowCapable& flow, Transport& transport, const BufferView& data, int root,
-                    Tag tag, const PipelineOptions& options);
+void flow_broadcast(FlowCapable& flow, Transport& transport, const BufferView& data, int root, Tag tag,
+                    const PipelineOptions& options);
 void flow_reduce(FlowCapable& flow, Transport& transport, const BufferView& data, int root, Tag tag,
                  const PipelineOptions& options);
 void flow_double_tree_allreduce(FlowCapable& flow, Transport& transport, const BufferView& data,

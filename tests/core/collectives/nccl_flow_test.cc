@@ -93,6 +93,86 @@ TEST(NcclFlow, TheWindowBindsAtHighLatency) {
   EXPECT_LT(relative_error(flow_time, slice_time), 0.01);
 }
 
+TEST(NcclFlow, AnOrderedStreamForwardsItsFirstSliceAlone) {
+  // A broadcast from rank 0 on the star of 4 hosts, the transport's streams ordered (paper_tcp's
+  // transport.ordered): 4 MiB on one channel in slices of one step, 512 KiB (BROADCAST_SLICESTEPS =
+  // 1), n = 8 slices, W = 8. A hop: alpha = 2'000 ns, tau = 524'288 / 12.5 = 41'943 ns. On shared
+  // links the 8 slices sent at once land together, each hop a burst of 8 tau; on an ordered stream
+  // they follow one another, so the first lands after alpha + tau and is forwarded at once: the last
+  // rank (K = 3 hops) has the first slice after 3 x (2'000 + 41'943) = 131'829 ns and the other seven
+  // 7 x 41'943 = 293'601 ns later (the stream's rate): 425'430 ns. The window does not bind (the
+  // oldest slice frees its slot alpha + tau after it left, less than W tau); the transfers, one flow
+  // of 4 MiB per hop from the start, end at 2'000 + 335'544 ns. The slice-level broadcast: the same.
+  const Buffer data = Buffer::meta(DType::kF32, size_t{1} << 20);
+  auto body = [&](Transport& tr) { pipelined_broadcast(tr, data, 0, 1); };
+  netsim::ClusterSpec spec = star(4);
+  spec.transport.ordered = true;
+  const Time flow_time = simulate(flow(spec), body);
+  EXPECT_EQ(flow_time.nanoseconds(), 425'430);
+  const Time slice_time = simulate(spec, body);
+  EXPECT_LT(relative_error(flow_time, slice_time), 0.001) << slice_time.nanoseconds();
+}
+
+TEST(NcclFlow, TheDoubleTreeForwardsSliceBySlice) {
+  // The double tree on the star of 4 hosts of 8 ranks (NVLink-like device links, 150 GB/s and 1 us):
+  // 16 MiB in 2 parts of 8 MiB, slices of 512 KiB (runTreeUpDown's ProtoSimple<1, 1>): n = 16 per
+  // part, W = 8. ncclGetBtree over 4 nodes: tree 0 is 0 <- 2 <- {1, 3}, tree 1 its mirror 3 <- 1 <-
+  // {2, 0}, each host's ranks a chain below its head (the host's rank 0 in tree 0, its rank 7 in
+  // tree 1): the deepest way up is 7 hops within a host and 2 between hosts, the way down to the
+  // last rank of host 1 in tree 0 2 and 7 more. A hop within a host: alpha = 2'000 ns and one slice
+  // alone, 524'288 / 150 = 3'495 ns; between hosts: alpha = 4'000 ns, tau = 524'288 / 12.5 = 41'943
+  // ns. The first slice's way: 14 x 5'495 + 4 x 45'943 = 260'702 ns. Then the part's 16 slices
+  // through the busiest hop, a host's NIC: a host inner in one tree and a leaf in the other sends
+  // four streams over it (parent and two children, and its parent in the other tree), each slice
+  // taking 4 tau there, and the window adds alpha / W = 500 ns per slice (the slices sent together
+  // land together): 16 x 500 + 8 MiB x 4 / 12.5 = 8'000 + 2'684'355, less the first slice's own
+  // 41'943 counted on its way: 2'650'412 ns. In all 2'911'114 ns (a pipeline takes the sum of its
+  // stages and n - 1 times the slowest); the transfers (4 x 8 MiB over the busiest NIC, from the
+  // start: 4'000 + 2'684'355 ns) and the window (8'000 + 2'684'355 ns) are shorter. The slice-level
+  // tree: 2'991'936 ns (-2.7 %). The form before charged every hop a burst of W slices sent at once
+  // (8 tau between hosts): 3'119'821 ns here (+4.3 %), and +40 to +60 % at 64 and 128 ranks of
+  // paper_tcp (10 MiB, 4 and 8 such hops, each 8 tau at the 9.6 GB/s host ceiling).
+  const Buffer data = Buffer::meta(DType::kF32, size_t{4} << 20);
+  auto body = [&](Transport& tr) {
+    PipelineOptions options;
+    options.channels = 2;
+    options.slice_steps = 1;
+    double_tree_allreduce(tr, data, ReduceOp::kSum, 1, options);
+  };
+  netsim::ClusterSpec spec = star(4, 8);
+  spec.intra_host = {Bandwidth::gigabytes_per_second(150), Time::us(1)};
+  const Time flow_time = simulate(flow(spec), body);
+  EXPECT_EQ(flow_time.nanoseconds(), 2'911'114);
+  const Time slice_time = simulate(spec, body);
+  EXPECT_LT(relative_error(flow_time, slice_time), 0.03) << slice_time.nanoseconds();
+}
+
+TEST(NcclFlow, OnSharedLinksTheWindowGoesInBursts) {
+  // Back-to-back ring allreduces of 64 MiB on the star of 4 hosts with 20 us NIC links (alpha =
+  // 40'000 ns), one channel: chunk 16 MiB, n = 16 slices of 1 MiB, tau = 83'886 ns, W = 4, 6 steps:
+  // 96 slices to the right neighbour, V = 96 MiB. W tau covers alpha, so a window that slid would
+  // keep the link busy (V / b = 8'053'064 ns per call). But the W slices in flight share the link
+  // max-min and land together, so once they go in bursts they stay in bursts, of W every alpha +
+  // W tau: alpha / W = 10'000 ns more per slice, 9'013'064 ns per call. A first call from a
+  // synchronized start is faster in the slice-level model (its sends are spread by the data's
+  // arrival until the window fills); the calls after it pay the bursts, as the buckets of a
+  // communication-bound training step do.
+  const Buffer data = Buffer::meta(DType::kF32, size_t{16} << 20);
+  auto run = [&](const netsim::ClusterSpec& spec, int calls) {
+    return simulate(spec, [&](Transport& tr) {
+      for (int i = 0; i < calls; ++i)
+        pipelined_ring_allreduce(tr, data, ReduceOp::kSum, 1 + i);
+    });
+  };
+  const netsim::ClusterSpec spec = star(4, 1, Time::us(20));
+  const Time flow_one = run(flow(spec), 1);
+  EXPECT_NEAR(static_cast<double>(flow_one.nanoseconds()), 9'013'064.0, 2.0);
+  // The second and third calls of three.
+  const Time slice_later = Time::ns((run(spec, 3) - run(spec, 1)).nanoseconds() / 2);
+  const Time flow_later = Time::ns((run(flow(spec), 3) - flow_one).nanoseconds() / 2);
+  EXPECT_LT(relative_error(flow_later, slice_later), 0.01) << slice_later.nanoseconds();
+}
+
 TEST(NcclFlow, MaterializedBuffersAreRefusedNamingTheSetting) {
   const Buffer data = Buffer::host(DType::kF32, 1000);
   try {
@@ -135,19 +215,36 @@ TEST(NcclFlow, AgreesWithTheSliceModelAt32Ranks) {
       spec.intra_host = {Bandwidth::gigabytes_per_second(150), Time::us(1)};
       const Buffer data = Buffer::meta(DType::kF32, static_cast<size_t>(bytes / 4));
       for (const Case& c : kCases) {
-        auto body = [&](Transport& tr) { c.run(tr, data.view()); };
-        const Time slice_time = simulate(spec, body);
-        const Time flow_time = simulate(flow(spec), body);
+        const std::string name = c.name;
+        const bool ring = name == "ring allreduce" || name == "reduce-scatter" || name == "allgather";
+        const bool chain = name == "broadcast" || name == "reduce";
+        // The rings and the tree: the second and third of three calls back to back (the first, from
+        // a start where every rank begins at once, can be faster: OnSharedLinksTheWindowGoesInBursts).
+        // Broadcast and reduce: one call (calls of one root back to back overlap, each rank starting
+        // the next as soon as its part of this one is done, which the flow model does not follow: it
+        // charges each its whole chain).
+        auto measure = [&](const netsim::ClusterSpec& at) {
+          auto calls = [&](int k) {
+            return simulate(at, [&](Transport& tr) {
+              for (int i = 0; i < k; ++i)
+                c.run(tr, data.view());
+            });
+          };
+          if (chain) return calls(1);
+          return Time::ns((calls(3) - calls(1)).nanoseconds() / 2);
+        };
+        const Time slice_time = measure(spec);
+        const Time flow_time = measure(flow(spec));
         std::printf(
             "%-15s %4lld MiB, NIC latency %8.1f us: slice %12.1f us, flow %12.1f us, %+.1f %%\n",
             c.name, static_cast<long long>(bytes >> 20), latency.microseconds(),
             slice_time.microseconds(), flow_time.microseconds(),
             100 * (flow_time.seconds() / slice_time.seconds() - 1));
-        // Measured (this test's lines): the rings within 3.4 %, broadcast and reduce within 6.6 %, the
-        // double tree within 9 %.
-        const std::string name = c.name;
-        const bool ring = name == "ring allreduce" || name == "reduce-scatter" || name == "allgather";
-        EXPECT_LT(relative_error(flow_time, slice_time), ring ? 0.04 : 0.10) << c.name;
+        // Measured (this test's lines): the rings within 3.0 %, broadcast and reduce within 6.6 %, the
+        // double tree within 1.1 % at 5 us and +14.3 % and +5.5 % at 1 ms (its window: n / W alphas
+        // where the slice level pays ceil(n / W) - 1, and four streams sharing a NIC that the up and
+        // down passes, 2 ms apart, share less).
+        EXPECT_LT(relative_error(flow_time, slice_time), ring ? 0.04 : chain ? 0.10 : 0.15) << c.name;
       }
     }
   }
