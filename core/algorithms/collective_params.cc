@@ -52,7 +52,7 @@ void add_nccl_protocol_param(ParamSchema& schema) {
   ParamSpec spec;
   spec.name = "protocol";
   spec.type = ParamType::kString;
-  spec.default_value = std::string();
+  spec.default_value = collectives::to_string(collectives::kDefaultNcclProtocol);  // unused: optional
   spec.description =
       "allreduce nccl only: NCCL's protocol (NCCL_PROTO): auto (NCCL's tuning model picks per call), "
       "simple, ll or ll128; absent: " +

@@ -98,11 +98,23 @@ TEST(NcclSimulatedTime, SmallLLAllreduceOnTwoHosts) {
   // slice is 2000 / 8 = 250 lines of 16 B = 4000 B. Step 0 (reduce-scatter) and step 1 (allgather)
   // each move one slice per rank, alone on its NIC links: 2 u(4000) = 2 x (2000 + 320) = 4640 ns.
   // Under Simple the slices are their 2000 B: 2 u(2000) = 2 x 2160 = 4320 ns. The simulator has no
-  // per-step cost of the protocols on the GPU, only their bytes, so here LL is the slower.
+  // per-step cost of the protocols on the GPU, only their bytes, so here LL is the slower, where
+  // NCCL's model, which has them, gives LL 19.24 us and Simple 41.17 us (its choice under Simple, the
+  // tree: 8.4 + 2 x (14 + 2 x 1.0) = 40.4 us + 4000 / (5.75 GB/s x .9)).
+  NcclChoice ll_model;
+  NcclChoice simple_model;
   const Buffer data = Buffer::meta(DType::kF32, 1000);
   const Time ll = simulate(star(2), [&](Transport& tr) {
+    if (tr.rank() == 0) {
+      ll_model = nccl_choose(nccl_topology(tr), data.bytes(), NcclProtocolOption::kLL);
+      simple_model = nccl_choose(nccl_topology(tr), data.bytes(), NcclProtocolOption::kSimple);
+    }
     allreduce(tr, data, ReduceOp::kSum, 1, AllreduceAlgo::kNccl, NcclProtocolOption::kLL);
   });
+  EXPECT_EQ(ll_model, (NcclChoice{NcclAlgo::kRing, NcclProtocol::kLL, 1, ll_model.time_us}));
+  EXPECT_NEAR(ll_model.time_us, 18.6 + 4000 / 6250.0, 1e-9);
+  EXPECT_EQ(simple_model.algo, NcclAlgo::kTree);
+  EXPECT_NEAR(simple_model.time_us, 40.4 + 4000 / 5175.0, 1e-6);
   EXPECT_EQ(ll.nanoseconds(), 2 * u_ns(4000));
   EXPECT_EQ(ll.nanoseconds(), 4640);
   const Time simple = simulate(star(2), [&](Transport& tr) {
