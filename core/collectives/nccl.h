@@ -240,8 +240,10 @@ struct NcclChoice {
 };
 // The (algorithm, protocol) pair of least modelled time, as topoGetAlgoInfo picks it, among the
 // protocols `option` allows: kAuto every enabled one (nccl_protocol_enabled), the others that one
-// protocol alone (NCCL_PROTO=LL128 runs LL128 even where it is off by default). Ring before tree on a
-// tie, and LL before LL128 before Simple. And its channel count.
+// protocol alone (NCCL_PROTO=LL128 runs LL128 even where it is off by default). On a tie LL before
+// LL128 before Simple, as NCCL's loop; ring before tree, as this model always had it (NCCL's loop
+// meets the tree first; an exact tie of the two needs equal floating-point times). And its channel
+// count.
 NcclChoice nccl_choose(const NcclTopology& topo, Bytes bytes,
                        NcclProtocolOption option = kDefaultNcclProtocol);
 // The pipeline NCCL runs `choice` with for an allreduce of `bytes`: the protocol's step, one step per
@@ -260,7 +262,7 @@ std::string describe(const NcclTopology& topo, Bytes bytes,
 void nccl_allreduce(Transport& transport, const BufferView& data, ReduceOp op, Tag tag,
                     NcclProtocolOption option = kDefaultNcclProtocol);
 
-// The allgather ncclAllGather runs (AllgatherAlgo::kNccl): the pipelined ring on
+// The allgather ncclAllGather runs (AllgatherAlgo::kNccl), under Simple: the pipelined ring on
 // nccl_channels(nccl_topology(transport), kRing, S) channels, S the gathered buffer's bytes (NCCL
 // tunes an allgather on nBytes = nRanks x sendcount x element size: ncclFuncMaxSendRecvCount in
 // src/include/enqueue.h, used by topoGetAlgoInfo in src/enqueue.cc), in slices of

@@ -9,10 +9,12 @@
 //   warp     LL128 moves lines 16 at a time, 2048 bytes carrying 1920 (a warp's WireWordPerSlice)
 //   flag     the number of the message on its (peer, tag) pair, from 1, as NCCL's flag is the step's
 //            number: the receiver checks every line's, so a line that lost its place would be caught
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
