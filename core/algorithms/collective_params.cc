@@ -1,6 +1,10 @@
 #include "core/algorithms/collective_params.h"
 
+#include <string>
+#include <utility>
 #include <vector>
+
+#include "core/check.h"
 
 namespace bagua {
 
@@ -42,6 +46,29 @@ void add_allgather_param(ParamSchema& schema) {
 
 collectives::AllgatherAlgo allgather_algo(const Params& params) {
   return collectives::parse_allgather_algo(params.get_string("allgather"));
+}
+
+void add_nccl_protocol_param(ParamSchema& schema) {
+  ParamSpec spec;
+  spec.name = "protocol";
+  spec.type = ParamType::kString;
+  spec.default_value = collectives::to_string(collectives::kDefaultNcclProtocol);  // unused: optional
+  spec.description =
+      "allreduce nccl only: NCCL's protocol (NCCL_PROTO): auto (NCCL's tuning model picks per call), "
+      "simple, ll or ll128; absent: " +
+      collectives::to_string(collectives::kDefaultNcclProtocol);
+  spec.choices = collectives::nccl_protocol_option_names();
+  spec.presence = ParamPresence::kOptional;
+  schema.add(std::move(spec));
+}
+
+collectives::NcclProtocolOption nccl_protocol_option(const Params& params,
+                                                     collectives::AllreduceAlgo algo) {
+  if (!params.has("protocol")) return collectives::kDefaultNcclProtocol;
+  if (algo != collectives::AllreduceAlgo::kNccl)
+    throw ConfigError("algorithm.protocol: only for \"allreduce\": \"nccl\", got \"allreduce\": \"" +
+                      collectives::to_string(algo) + "\"");
+  return collectives::parse_nccl_protocol_option(params.get_string("protocol"));
 }
 
 }  // namespace bagua

@@ -10,6 +10,10 @@
 //   allgather   "ring" | "nccl" (collectives::AllgatherAlgo): C_LP_S's gather. "nccl" is what Bagua's
 //               communicator runs (allgather_inplace -> Al::Allgather<Al::NCCLBackend> ->
 //               ncclAllGather): NCCL's pipelined ring on the channels its tuner picks.
+//   protocol    "auto" | "simple" | "ll" | "ll128" (collectives::NcclProtocolOption), optional: which
+//               of NCCL's protocols "allreduce": "nccl" runs (NCCL_PROTO); "auto" lets NCCL's tuning
+//               model pick per call. Absent: collectives::kDefaultNcclProtocol. Only with "allreduce":
+//               "nccl".
 // A value outside the choices is a ConfigError naming the parameter's JSON path (ParamSchema).
 #pragma once
 
@@ -32,5 +36,13 @@ collectives::AlltoallAlgo alltoall_algo(const Params& params);
 // Declares `allgather`, default "ring".
 void add_allgather_param(ParamSchema& schema);
 collectives::AllgatherAlgo allgather_algo(const Params& params);
+
+// Declares `protocol`, optional (absent from a resolved config that does not give it, so that configs
+// written before it resolve and hash as before).
+void add_nccl_protocol_param(ParamSchema& schema);
+// The protocol for `algo`: params' `protocol` if given, else collectives::kDefaultNcclProtocol. A
+// `protocol` beside an allreduce other than "nccl" is a ConfigError naming algorithm.protocol.
+collectives::NcclProtocolOption nccl_protocol_option(const Params& params,
+                                                     collectives::AllreduceAlgo algo);
 
 }  // namespace bagua

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <numbers>
 
+#include "core/algorithms/collective_params.h"
 #include "core/algorithms/tags.h"
 #include "core/ops.h"
 
@@ -86,6 +87,7 @@ ParamSchema Ddp::schema() {
   // ProcessGroupNCCL: DDP's allreduce is ncclAllReduce.
   s.add_string("allreduce", "nccl", "allreduce algorithm of the buckets",
                collectives::allreduce_algo_names());
+  add_nccl_protocol_param(s);
   // No hook is DDP's default (register_comm_hook is opt-in).
   s.add_string("comm_hook", "none", "communication hook: none, fp16, bf16 or powersgd",
                {"none", "fp16", "bf16", "powersgd"});
@@ -106,6 +108,7 @@ Ddp::Ddp(const Params& params, const AlgorithmDeps& deps)
       first_bucket_(Bytes(params.get_int("first_bucket_bytes"))),
       hook_(parse_hook(params.get_string("comm_hook"))),
       algo_(collectives::parse_allreduce_algo(params.get_string("allreduce"))),
+      protocol_(nccl_protocol_option(params, algo_)),
       powersgd_{static_cast<int>(params.get_int("powersgd_rank")),
                 params.get_int("powersgd_start_iter"),
                 params.get_double("powersgd_min_compression_rate"),
@@ -160,7 +163,7 @@ void Ddp::allreduce_bucket(TrainState& s, const BufferView& grads, Tag tag) {
   // grad * (1 / div_factor_) into the bucket, then ncclAllReduce(sum) (reducer.cpp).
   Transport& world = s.ctx.transport();
   scale(grads, 1.0 / world.size());
-  collectives::allreduce(world, grads, ReduceOp::kSum, tag, algo_);
+  collectives::allreduce(world, grads, ReduceOp::kSum, tag, algo_, protocol_);
 }
 
 void Ddp::on_bucket_ready(TrainState& s, const Bucket& b) {
@@ -181,7 +184,7 @@ void Ddp::on_bucket_ready(TrainState& s, const Bucket& b) {
         timed_encode(s.ctx.clock(), *cast_, grads, wire);
         collectives::allreduce(
             world, wire.view().reinterpret(hook_ == DdpHook::kFp16 ? DType::kF16 : DType::kBF16),
-            ReduceOp::kSum, tag, algo_);
+            ReduceOp::kSum, tag, algo_, protocol_);
         timed_decode(s.ctx.clock(), *cast_, wire, grads);
         return;
       }
@@ -221,7 +224,7 @@ void Ddp::powersgd(TrainState& s, const Bucket& b, PowerSgdState& st) {
       at += g.count();
     }
   collectives::allreduce(world, st.uncompressed, ReduceOp::kSum, tags::bucket(tags::kGradient, b.index),
-                         algo_);
+                         algo_, protocol_);
   scale(st.uncompressed, 1.0 / world.size());
   at = 0;
   for (const PowerSgdLayer& l : st.layers)
@@ -290,7 +293,7 @@ void Ddp::powersgd(TrainState& s, const Bucket& b, PowerSgdState& st) {
   }
   // allreduce P (sum: P is orthogonalized next, so it need not be divided).
   collectives::allreduce(world, st.p, ReduceOp::kSum, tags::bucket(tags::kCompressed, 2 * b.index),
-                         algo_);
+                         algo_, protocol_);
 
   // orthogonalize P; Q := M^T P.
   for (const Factors& f : factors) {
@@ -309,7 +312,7 @@ void Ddp::powersgd(TrainState& s, const Bucket& b, PowerSgdState& st) {
   }
   // allreduce Q (sum); Q := Q / world.
   collectives::allreduce(world, st.q, ReduceOp::kSum, tags::bucket(tags::kCompressed, 2 * b.index + 1),
-                         algo_);
+                         algo_, protocol_);
   scale(st.q, 1.0 / world.size());
 
   // M := P Q^T, the layer's gradient its first count elements.

@@ -107,6 +107,7 @@ class Ddp final : public Algorithm {
   Bytes first_bucket_;
   DdpHook hook_;
   collectives::AllreduceAlgo algo_;
+  collectives::NcclProtocolOption protocol_;  // `protocol`
   PowerSgdOptions powersgd_;
   std::unique_ptr<Compressor> cast_;  // fp16 / bf16 hooks
   std::mt19937_64 rng_;               // PowerSGD's seeds for Q, the same sequence on every rank

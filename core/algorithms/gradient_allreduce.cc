@@ -13,6 +13,7 @@ ParamSchema GradientAllreduce::schema() {
   add_intra_host_param(s, collectives::IntraHostAlgo::kAuto);
   s.add_bool("average", true, "average the gradients (false: sum them)");
   s.add_string("allreduce", "ring", "allreduce algorithm", collectives::allreduce_algo_names());
+  add_nccl_protocol_param(s);
   return s;
 }
 
@@ -20,12 +21,13 @@ GradientAllreduce::GradientAllreduce(const Params& params)
     : hierarchical_(params.get_bool("hierarchical")),
       intra_host_(intra_host_options(params)),
       average_(params.get_bool("average")),
-      algo_(collectives::parse_allreduce_algo(params.get_string("allreduce"))) {}
+      algo_(collectives::parse_allreduce_algo(params.get_string("allreduce"))),
+      protocol_(nccl_protocol_option(params, algo_)) {}
 
 void GradientAllreduce::init(TrainState& s) {
   communicator_ = std::make_unique<Communicator>(s.ctx.transport(), hierarchical_, intra_host_);
   primitive_ = std::make_unique<CentralizedFullPrecision>(
-      s.ctx, *communicator_, s.grads, CentralizedFullPrecisionOptions{average_, algo_});
+      s.ctx, *communicator_, s.grads, CentralizedFullPrecisionOptions{average_, algo_, protocol_});
 }
 
 void GradientAllreduce::on_bucket_ready(TrainState& s, const Bucket& b) {

@@ -28,6 +28,7 @@ class GradientAllreduce final : public Algorithm {
   collectives::IntraHostOptions intra_host_;  // `intra_host`
   bool average_;
   collectives::AllreduceAlgo algo_;
+  collectives::NcclProtocolOption protocol_;  // `protocol`
   std::unique_ptr<Communicator> communicator_;
   std::unique_ptr<CentralizedFullPrecision> primitive_;
 };

@@ -1,5 +1,6 @@
 #include "core/algorithms/horovod.h"
 
+#include "core/algorithms/collective_params.h"
 #include "core/algorithms/tags.h"
 #include "core/collectives/nccl.h"
 #include "core/ops.h"
@@ -45,6 +46,7 @@ ParamSchema Horovod::schema() {
   s.add_string("compression", "none", "gradient compression: none or fp16", {"none", "fp16"});
   s.add_string("allreduce", "nccl", "allreduce algorithm of a fused group (hierarchical: across hosts)",
                collectives::allreduce_algo_names());
+  add_nccl_protocol_param(s);
   return s;
 }
 
@@ -54,6 +56,7 @@ Horovod::Horovod(const Params& params, const AlgorithmDeps& deps)
       hierarchical_(params.get_bool("hierarchical")),
       fp16_(params.get_string("compression") == "fp16"),
       algo_(collectives::parse_allreduce_algo(params.get_string("allreduce"))),
+      protocol_(nccl_protocol_option(params, algo_)),
       ready_flag_(Buffer::host(DType::kI64, 1)) {
   if (fp16_) cast_ = compressor_factory(deps.compressors, "fp16", Params{}, false)();
 }
@@ -162,13 +165,14 @@ void Horovod::allreduce_group(TrainState& s, const BufferView& fused, Tag tag) {
     data = wire.view().reinterpret(DType::kF16);
   }
   if (!hierarchical_) {
-    collectives::allreduce(world, data, ReduceOp::kSum, tag, algo_);
+    collectives::allreduce(world, data, ReduceOp::kSum, tag, algo_, protocol_);
   } else {
     // ncclReduceScatter on the host, the allreduce of this rank's chunk across hosts, ncclAllGather.
     collectives::pipelined_reduce_scatter(*intra_, data, ReduceOp::kSum, tag);
     const collectives::ChunkRange mine =
         collectives::chunk_range(data.count(), intra_->size(), intra_->rank());
-    collectives::allreduce(*cross_, data.slice(mine.offset, mine.count), ReduceOp::kSum, tag, algo_);
+    collectives::allreduce(*cross_, data.slice(mine.offset, mine.count), ReduceOp::kSum, tag, algo_,
+                           protocol_);
     collectives::pipelined_allgather(*intra_, data, tag);
   }
   if (fp16_) timed_decode(clock, *cast_, wire, fused);

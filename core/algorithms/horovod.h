@@ -79,11 +79,12 @@ class Horovod final : public Algorithm {
   bool hierarchical_;
   bool fp16_;
   collectives::AllreduceAlgo algo_;
-  std::unique_ptr<Compressor> cast_;  // fp16
-  std::unique_ptr<Transport> intra_;  // hierarchical: this host's ranks
-  std::unique_ptr<Transport> cross_;  // hierarchical: this local rank on every host
-  Buffer ready_flag_;                 // negotiation: this rank's ready count, then the min
-  std::vector<EventPtr> arrived_;     // this iteration: tensor i handed over
+  collectives::NcclProtocolOption protocol_;  // `protocol`
+  std::unique_ptr<Compressor> cast_;          // fp16
+  std::unique_ptr<Transport> intra_;          // hierarchical: this host's ranks
+  std::unique_ptr<Transport> cross_;          // hierarchical: this local rank on every host
+  Buffer ready_flag_;                         // negotiation: this rank's ready count, then the min
+  std::vector<EventPtr> arrived_;             // this iteration: tensor i handed over
   std::mutex mu_;
   int ready_ = 0;                   // tensors handed over this iteration (guarded by mu_)
   std::optional<Time> last_cycle_;  // when the previous cycle began (comm stream only)

@@ -24,6 +24,9 @@ constexpr BroadcastAlgo kBroadcastAlgos[] = {BroadcastAlgo::kBinomial, Broadcast
 constexpr ReduceAlgo kReduceAlgos[] = {ReduceAlgo::kBinomial, ReduceAlgo::kChain};
 constexpr IntraHostAlgo kIntraHostAlgos[] = {IntraHostAlgo::kAuto, IntraHostAlgo::kBinomial,
                                              IntraHostAlgo::kChain, IntraHostAlgo::kNccl};
+constexpr NcclProtocolOption kNcclProtocolOptions[] = {
+    NcclProtocolOption::kAuto, NcclProtocolOption::kSimple, NcclProtocolOption::kLL,
+    NcclProtocolOption::kLL128};
 
 // The algorithm of `algos` named `name`; ConfigError naming every choice otherwise.
 template <class Algo, size_t N>
@@ -76,6 +79,34 @@ AllreduceAlgo parse_allreduce_algo(std::string_view name) {
   return parse_algo(name, kAllreduceAlgos, "allreduce");
 }
 
+std::string to_string(NcclProtocolOption option) {
+  switch (option) {
+    case NcclProtocolOption::kAuto:
+      return "auto";
+    case NcclProtocolOption::kSimple:
+      return "simple";
+    case NcclProtocolOption::kLL:
+      return "ll";
+    case NcclProtocolOption::kLL128:
+      return "ll128";
+  }
+  return "?";
+}
+
+NcclProtocolOption parse_nccl_protocol_option(std::string_view name) {
+  for (NcclProtocolOption o : kNcclProtocolOptions)
+    if (to_string(o) == name) return o;
+  throw ConfigError("NCCL protocol '" + std::string(name) +
+                    "' is unknown (expected auto, simple, ll or ll128)");
+}
+
+std::vector<std::string> nccl_protocol_option_names() {
+  std::vector<std::string> names;
+  for (NcclProtocolOption o : kNcclProtocolOptions)
+    names.push_back(to_string(o));
+  return names;
+}
+
 std::string to_string(BroadcastAlgo algo) {
   switch (algo) {
     case BroadcastAlgo::kBinomial:
@@ -122,7 +153,8 @@ IntraHostAlgo parse_intra_host_algo(std::string_view name) {
   return parse_algo(name, kIntraHostAlgos, "intra-host");
 }
 
-void allreduce(Transport& transport, const BufferView& data, ReduceOp op, Tag tag, AllreduceAlgo algo) {
+void allreduce(Transport& transport, const BufferView& data, ReduceOp op, Tag tag, AllreduceAlgo algo,
+               NcclProtocolOption protocol) {
   switch (algo) {
     case AllreduceAlgo::kRing:
       ring_allreduce(transport, data, op, tag);
@@ -142,7 +174,7 @@ void allreduce(Transport& transport, const BufferView& data, ReduceOp op, Tag ta
       return;
     }
     case AllreduceAlgo::kNccl:
-      nccl_allreduce(transport, data, op, tag);
+      nccl_allreduce(transport, data, op, tag, protocol);
       return;
     case AllreduceAlgo::kMpiTuned:
       allreduce(transport, data, op, tag,
@@ -224,16 +256,17 @@ AllreduceAlgo mpi_tuned_choice(int ranks, size_t bytes) {
   return best;
 }
 
-void allreduce_average(Transport& transport, const BufferView& data, Tag tag, AllreduceAlgo algo) {
+void allreduce_average(Transport& transport, const BufferView& data, Tag tag, AllreduceAlgo algo,
+                       NcclProtocolOption protocol) {
   check_average_dtype(data, "allreduce_average");
-  allreduce(transport, data, ReduceOp::kSum, tag, algo);
+  allreduce(transport, data, ReduceOp::kSum, tag, algo, protocol);
   scale(data, 1.0 / transport.size());
 }
 
 void hierarchical_allreduce_average(HierarchicalGroups& groups, const BufferView& data, Tag tag,
-                                    AllreduceAlgo algo) {
+                                    AllreduceAlgo algo, NcclProtocolOption protocol) {
   check_average_dtype(data, "hierarchical_allreduce_average");
-  hierarchical_allreduce(groups, data, ReduceOp::kSum, tag, algo);
+  hierarchical_allreduce(groups, data, ReduceOp::kSum, tag, algo, protocol);
   scale(data, 1.0 / groups.world_size);
 }
 

@@ -138,6 +138,21 @@ std::string to_string(AllreduceAlgo algo);
 AllreduceAlgo parse_allreduce_algo(std::string_view name);
 std::vector<std::string> allreduce_algo_names();
 
+// Which of NCCL's protocols kNccl runs (core/collectives/nccl.h, "protocol"): kAuto lets NCCL's tuning
+// model pick, per call, the (algorithm, protocol) pair of least modelled time among the enabled ones,
+// as NCCL does when NCCL_PROTO is unset; kSimple, kLL and kLL128 force one, as NCCL_PROTO=Simple, LL
+// or LL128 does. The other algorithms ignore it.
+enum class NcclProtocolOption : uint8_t { kAuto, kSimple, kLL, kLL128 };
+std::string to_string(NcclProtocolOption option);  // "auto", "simple", "ll", "ll128"
+// The inverse of to_string; throws ConfigError naming the valid choices.
+NcclProtocolOption parse_nccl_protocol_option(std::string_view name);
+std::vector<std::string> nccl_protocol_option_names();
+
+// The switch: what kNccl runs wherever no protocol is named (a config without "protocol", and every
+// caller that passes none). kSimple, NCCL's Simple protocol on every call, keeps every result computed
+// before LL and LL128 were modelled (results/paper, results/today); kAuto is NCCL's own behaviour.
+inline constexpr NcclProtocolOption kDefaultNcclProtocol = NcclProtocolOption::kSimple;
+
 // kMpiTuned's choice for `bytes` on `ranks` ranks. Recursive doubling where Open MPI 4.1's tuned
 // component runs its recursive doubling for a commutative operation (allreduce.cc cites and copies
 // those switch points); elsewhere the least of steps x alpha + bytes sent x beta over ring, tree and
@@ -158,11 +173,14 @@ ReduceAlgo parse_reduce_algo(std::string_view name);
 
 // data := op over all ranks of data. kNative asks the transport for its own allreduce and runs kRing
 // when it has none. kTree here is unsegmented; tree_allreduce takes a segment size.
+// `protocol` is kNccl's (NcclProtocolOption).
 void allreduce(Transport& transport, const BufferView& data, ReduceOp op, Tag tag,
-               AllreduceAlgo algo = AllreduceAlgo::kRing);
+               AllreduceAlgo algo = AllreduceAlgo::kRing,
+               NcclProtocolOption protocol = kDefaultNcclProtocol);
 // data := (sum over all ranks of data) / P. Floating-point dtypes only (ConfigError otherwise).
 void allreduce_average(Transport& transport, const BufferView& data, Tag tag,
-                       AllreduceAlgo algo = AllreduceAlgo::kRing);
+                       AllreduceAlgo algo = AllreduceAlgo::kRing,
+                       NcclProtocolOption protocol = kDefaultNcclProtocol);
 
 // The allreduce algorithms themselves.
 void ring_allreduce(Transport& transport, const BufferView& data, ReduceOp op, Tag tag);
@@ -354,9 +372,11 @@ void intra_host_broadcast(HierarchicalGroups& groups, const BufferView& data, Ta
 // Intra-host reduce to the leader, flat `algo` allreduce among leaders, intra-host broadcast.
 // The intra-host phases of all four two-level forms are intra_host_reduce and intra_host_broadcast.
 void hierarchical_allreduce(HierarchicalGroups& groups, const BufferView& data, ReduceOp op, Tag tag,
-                            AllreduceAlgo algo = AllreduceAlgo::kRing);
+                            AllreduceAlgo algo = AllreduceAlgo::kRing,
+                            NcclProtocolOption protocol = kDefaultNcclProtocol);
 void hierarchical_allreduce_average(HierarchicalGroups& groups, const BufferView& data, Tag tag,
-                                    AllreduceAlgo algo = AllreduceAlgo::kRing);
+                                    AllreduceAlgo algo = AllreduceAlgo::kRing,
+                                    NcclProtocolOption protocol = kDefaultNcclProtocol);
 // The flat results (chunk r of world rank r, world chunking) by two levels: intra-host reduce to the
 // leader, a ring among leaders over host blocks (a host's block = the chunks of its ranks), and the
 // leader handing each local rank its chunk.

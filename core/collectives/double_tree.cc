@@ -3,6 +3,7 @@
 // runTreeUpDown for the pipelined up and down passes).
 #include <algorithm>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -192,6 +193,8 @@ void double_tree_allreduce(Transport& transport, const BufferView& data, ReduceO
   if (ranks == 1 || data.count() == 0) return;
   if (FlowCapable* flow = flow_granularity(transport))
     return flow_double_tree_allreduce(*flow, transport, data, tag, options);
+  std::unique_ptr<Transport> lines;
+  Transport& wire = protocol_transport(transport, options.protocol, lines);
   const HostLayout layout = host_layout(transport);
   const int parts = 2 * std::max(1, options.channels / 2);
   const Chunking chunking(data, parts);
@@ -200,7 +203,9 @@ void double_tree_allreduce(Transport& transport, const BufferView& data, ReduceO
   double inter_hop = 10;
   double slice_time = 0.1;
   if (const std::optional<LinkHint> hint = transport.link_hint()) {
-    const double slice_bytes = static_cast<double>(slice * size_of(data.dtype()));
+    const double slice_bytes = static_cast<double>(
+        wire_bytes(options.protocol, Bytes(static_cast<int64_t>(slice * size_of(data.dtype()))))
+            .count());
     intra_hop =
         2 * hint->intra_host_latency.seconds() + slice_bytes / hint->intra_host.bytes_per_second();
     inter_hop = 2 * (hint->intra_host_latency + hint->inter_host_latency).seconds() +
@@ -281,7 +286,7 @@ void double_tree_allreduce(Transport& transport, const BufferView& data, ReduceO
       of_item[static_cast<size_t>(d * parts + p)].resize(slices_of(p));
   for (Message& m : messages) {
     m.request =
-        transport.irecv(incoming.view().slice(m.slot, piece_of(m.part, m.slice).count()), m.from, tag);
+        wire.irecv(incoming.view().slice(m.slot, piece_of(m.part, m.slice).count()), m.from, tag);
     of_item[static_cast<size_t>((m.down ? 1 : 0) * parts + m.part)][m.slice].push_back(&m);
   }
 
@@ -309,10 +314,10 @@ void double_tree_allreduce(Transport& transport, const BufferView& data, ReduceO
       }
     }
     if (!item.down) {
-      if (!to_parent[p].empty()) to_parent[p].front().send(transport, piece, tag);
+      if (!to_parent[p].empty()) to_parent[p].front().send(wire, piece, tag);
     } else {
       for (PeerWindow& w : to_children[p])
-        w.send(transport, piece, tag);
+        w.send(wire, piece, tag);
     }
   }
   for (int p = 0; p < parts; ++p) {

@@ -136,14 +136,14 @@ void intra_host_broadcast(HierarchicalGroups& groups, const BufferView& data, Ta
 }
 
 void hierarchical_allreduce(HierarchicalGroups& groups, const BufferView& data, ReduceOp op, Tag tag,
-                            AllreduceAlgo algo) {
+                            AllreduceAlgo algo, NcclProtocolOption protocol) {
   // Each host reduces onto its leader (intra_host_reduce: NCCL's pipelined chain, a chain or a
   // binomial tree over the host's ranks), the leaders allreduce among themselves with `algo`, and each leader broadcasts the result
   // over its host (intra_host_broadcast).
   const OperationScope scope("hierarchical allreduce");
   if (data.count() == 0) return;
   intra_host_reduce(groups, data, op, tag);
-  if (groups.is_leader()) allreduce(*groups.leaders, data, op, tag, algo);
+  if (groups.is_leader()) allreduce(*groups.leaders, data, op, tag, algo, protocol);
   intra_host_broadcast(groups, data, tag);
 }
 

@@ -1,31 +1,51 @@
 // NCCL's own algorithms over the Transport: the pipelined ring (allreduce, reduce_scatter, allgather,
-// broadcast, reduce) and the double binary tree allreduce, as NCCL's Simple protocol runs them, and
-// the tuning model that picks between them per call (AllreduceAlgo::kNccl).
+// broadcast, reduce) and the double binary tree allreduce, under NCCL's three protocols, and the
+// tuning model that picks the algorithm and the protocol per call (AllreduceAlgo::kNccl).
 //
-// Terms (the NVIDIA/nccl names; every figure cites its file and constant):
+// Every NCCL figure cites its file and constant in NVIDIA/nccl v2.30.7-1 (the tuning constants
+// ncclTunerConstantsDefaults and the 24-entry treeCorrectionFactor of src/graph/tuning.cc, which the
+// Simple figures below have matched since v2.29.2).
+//
+// Terms (the NVIDIA/nccl names):
 //   channel  the buffer is cut into C parts by chunk_range; part c is moved by channel c, its own ring
 //            (or tree) running concurrently with the others (NCCL's nChannels, one thread block each)
 //   chunk    a channel's part cut once more into P chunks (ring) as ring.cc cuts a buffer; one ring
 //            step moves one chunk of one channel
-//   step     NCCL's buffer unit: stepSize = NCCL_BUFFSIZE / NCCL_STEPS = 4 MiB / 8 = 512 KiB
-//            (DEFAULT_BUFFSIZE (1 << 22) in src/init.cc, NCCL_STEPS 8 in src/include/device.h,
-//            stepSize in src/enqueue.cc)
-//   slice    what moves in one message: slice_steps steps (ALLREDUCE_SLICESTEPS = NCCL_STEPS / 4 = 2
-//            for allreduce, reduce_scatter and allgather; BROADCAST_SLICESTEPS = REDUCE_SLICESTEPS
-//            = 1, src/include/collectives.h); a chunk is moved slice by slice
+//   protocol how a step's bytes travel (NCCL_PROTO; src/include/device.h):
+//            Simple  the data as it is, then a flag and a memory fence per step (and a flush of the
+//                    network receive): full bandwidth, the highest latency per step;
+//            LL      "low latency": lines of 16 bytes (ncclLLFifoLine), 8 data bytes each with a
+//                    4-byte flag beside every 4 data bytes, so the receiver polls the data itself:
+//                    half the bus bandwidth (twice the payload on the wire), the lowest latency;
+//            LL128   lines of 128 bytes (NCCL_LL128_LINESIZE) of which 120 carry data and 8 a flag,
+//                    written by warps in units of 2048 bytes carrying 1920 (prims_ll128.h): 128 / 120
+//                    of the payload on the wire; needs NVLink-class ordering (the enable rule of
+//                    ncclTopoTuneModel, nccl_protocol_enabled)
+//   step     NCCL's buffer unit: a protocol's buffer (buffSizes, src/init.cc) over NCCL_STEPS = 8;
+//            in data bytes, Simple 4 MiB / 8 = 512 KiB, LL 512 KiB / 8 / 2 = 32 KiB, LL128
+//            4'915'200 / 8 x 120 / 128 = 576'000 B (calcCollChunking, src/enqueue.cc)
+//   slice    what moves in one message: slice_steps steps (Simple's ring: ALLREDUCE_SLICESTEPS =
+//            NCCL_STEPS / 4 = 2 for allreduce, reduce_scatter and allgather; BROADCAST_SLICESTEPS =
+//            REDUCE_SLICESTEPS = 1, src/include/collectives.h; every tree and every LL and LL128
+//            call: 1, calcCollChunking); a chunk is moved slice by slice
 //   slot     one step of a peer's receive buffer: NCCL_STEPS = 8 per peer per channel. A slice holds
 //            slice_steps slots, so at most slots / slice_steps slices of one channel are in flight to
-//            one peer (NCCL's credit-based flow control, src/device/prims_simple.h); a rank forwards
-//            a slice as soon as it has received (and reduced) it and waits for an earlier send only
-//            to reuse its slot.
+//            one peer (NCCL's credit-based flow control, src/device/prims_simple.h, and waitSend of
+//            prims_ll.h and prims_ll128.h); a rank forwards a slice as soon as it has received (and
+//            reduced) it and waits for an earlier send only to reuse its slot.
 //
 // A slot is counted free again when its send completes (on the simulator: when its bytes land);
 // NCCL frees it when the receiver has consumed the step, a little later. Messages between a pair
 // carry the caller's one tag: every rank posts its sends, and its receives, in one strict order
 // (step, slice, channel), the same on both sides of every pair, so that posting-order matching
-// keeps the channels apart. Only the Simple protocol is modelled (not LL, not LL128).
+// keeps the channels apart. Under LL and LL128 every message is sent as the protocol's lines (data
+// and flags, protocol_transport): its wire bytes are what the network carries and times. What the
+// simulator cannot tell apart is the protocols' cost per step on the GPU (the flag polling, fences
+// and flushes that ncclTopoTuneModel's latencies charge): every message costs the transport's own
+// latency and overheads whatever its protocol.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "core/collectives/collectives.h"
@@ -33,12 +53,53 @@
 
 namespace bagua::collectives {
 
+// ---- Algorithms and protocols -------------------------------------------------------------------
+
+// NCCL_ALGO_RING and NCCL_ALGO_TREE (src/include/device.h); NCCL's other algorithms (CollNet, NVLS,
+// PAT) need hardware or a shape the model leaves out.
+enum class NcclAlgo : uint8_t { kRing, kTree };
+std::string to_string(NcclAlgo algo);  // "ring", "tree"
+
+// NCCL_PROTO_LL, NCCL_PROTO_LL128, NCCL_PROTO_SIMPLE (src/include/device.h), in NCCL's order.
+enum class NcclProtocol : uint8_t { kLL, kLL128, kSimple };
+std::string to_string(NcclProtocol protocol);  // "ll", "ll128", "simple"
+
+// LL: a line is a ncclLLFifoLine of 16 bytes, data1, flag1, data2, flag2 of 4 bytes each: 8 data
+// bytes (src/include/device.h).
+constexpr int64_t kLLLineBytes = 16;
+constexpr int64_t kLLLineDataBytes = 8;
+// LL128: a line of NCCL_LL128_LINESIZE = 128 bytes, NCCL_LL128_DATAELEMS = 15 of its
+// NCCL_LL128_LINEELEMS = 16 words of 8 bytes carrying data, the last the flag (src/include/device.h).
+constexpr int64_t kLL128LineBytes = 128;
+constexpr int64_t kLL128LineDataBytes = 120;
+// A warp writes WireWordPerSlice = WARP_SIZE x NCCL_LL128_SHMEM_ELEMS_PER_THREAD = 32 x 8 words
+// = 2048 bytes (16 lines, 1920 data bytes) at a time, and a step sends whole warps' worth: divUp(
+// nelem, DataEltPerSlice) x WireWordPerSlice words (GenericOp in src/device/prims_ll128.h).
+constexpr int64_t kLL128WarpBytes = 32 * 8 * 8;
+constexpr int64_t kLL128WarpDataBytes = kLL128WarpBytes / kLL128LineBytes * kLL128LineDataBytes;
+
+// The bytes a message of `payload` bytes puts on the wire: Simple the payload; LL 16 bytes per 8
+// (waitSend(divUp(nelem, EltPerLine) x sizeof(ncclLLFifoLine)), prims_ll.h); LL128 2048 bytes per
+// 1920 (kLL128WarpBytes).
+Bytes wire_bytes(NcclProtocol protocol, Bytes payload);
+
 // ---- Pipelining ----------------------------------------------------------------------------------
 
 // NCCL_STEPS (src/include/device.h).
 constexpr int kNcclSteps = 8;
-// stepSize = DEFAULT_BUFFSIZE / NCCL_STEPS = (1 << 22) / 8 (src/init.cc, src/enqueue.cc).
+// Simple: stepSize = DEFAULT_BUFFSIZE / NCCL_STEPS = (1 << 22) / 8 (src/init.cc, src/enqueue.cc).
 constexpr Bytes kNcclStepSize = Bytes((int64_t{1} << 22) / kNcclSteps);
+// LL: DEFAULT_LL_BUFFSIZE = NCCL_LL_LINES_PER_THREAD 8 x NCCL_LL_MAX_NTHREADS 512 x NCCL_STEPS x 16 B
+// = 512 KiB of lines (src/init.cc, src/include/device.h); a step is 64 KiB of lines, and
+// calcCollChunking (src/enqueue.cc) halves it into the data a step carries, chunkSize /= 2: 32 KiB.
+constexpr int64_t kLLBuffSize = 8 * 512 * kNcclSteps * kLLLineBytes;
+constexpr Bytes kLLStepSize = Bytes(kLLBuffSize / kNcclSteps * kLLLineDataBytes / kLLLineBytes);
+// LL128: DEFAULT_LL128_BUFFSIZE = NCCL_LL128_ELEMS_PER_THREAD 120 x NCCL_LL128_MAX_NTHREADS 640 x
+// NCCL_STEPS x 8 B = 4'915'200 B (src/init.cc); a step is 614'400 B of lines, of which calcCollChunking
+// keeps the data words, chunkSize / NCCL_LL128_LINEELEMS x NCCL_LL128_DATAELEMS: 576'000 B.
+constexpr int64_t kLL128BuffSize = 120 * 640 * kNcclSteps * 8;
+constexpr Bytes kLL128StepSize =
+    Bytes(kLL128BuffSize / kNcclSteps / (kLL128LineBytes / 8) * (kLL128LineDataBytes / 8));
 // ALLREDUCE_SLICESTEPS = NCCL_STEPS / 4 (src/include/collectives.h).
 constexpr int kAllreduceSliceSteps = kNcclSteps / 4;
 // ALLGATHER_SLICESTEPS = NCCL_STEPS / 4 (src/include/collectives.h).
@@ -48,9 +109,11 @@ constexpr int kBroadcastSliceSteps = 1;
 
 struct PipelineOptions {
   int channels = 1;                        // C >= 1
-  Bytes step = kNcclStepSize;              // > 0
+  Bytes step = kNcclStepSize;              // > 0: the data bytes of one step
   int slice_steps = kAllreduceSliceSteps;  // >= 1, <= slots
   int slots = kNcclSteps;                  // >= 1
+  // How every message travels: under LL and LL128 as the protocol's lines, wire_bytes of its data.
+  NcclProtocol protocol = NcclProtocol::kSimple;
   // Slices of one channel in flight to one peer: slots / slice_steps.
   int slices_in_flight() const;
   // Elements per slice for `element_bytes`-byte elements: step x slice_steps, whole elements, >= 1.
@@ -60,6 +123,13 @@ struct PipelineOptions {
 void validate(const PipelineOptions& options);
 // The defaults with BROADCAST_SLICESTEPS / REDUCE_SLICESTEPS = 1.
 PipelineOptions broadcast_pipeline(int channels = 1);
+
+// `transport` as `protocol` uses it: for Simple `transport` itself; for LL and LL128 an adapter,
+// kept in `lines`, that sends every message as the protocol's lines (its data with a flag per line,
+// the flag being the message's number on its (peer, tag) pair, as NCCL's flag is the step's) and
+// receives it back into the data, checking every flag. The adapter serves one stream of one rank.
+Transport& protocol_transport(Transport& transport, NcclProtocol protocol,
+                              std::unique_ptr<Transport>& lines);
 
 // ---- The pipelined ring --------------------------------------------------------------------------
 
@@ -118,9 +188,6 @@ void double_tree_allreduce(Transport& transport, const BufferView& data, ReduceO
 
 // ---- The tuning model (src/graph/tuning.cc, ncclTopoTuneModel and ncclTopoGetAlgoTime) ----------
 
-enum class NcclAlgo : uint8_t { kRing, kTree };
-std::string to_string(NcclAlgo algo);  // "ring", "tree"
-
 // What NCCL's model needs to know of a communicator.
 struct NcclTopology {
   int nodes = 1;  // nNodes
@@ -131,8 +198,11 @@ struct NcclTopology {
   Bandwidth inter_bandwidth;
   bool nvlink = true;           // typeIntra == LINK_NVL (else PCI)
   Time inter_latency;           // graphs[a]->latencyInter, added to the NET latency (twice: flush)
-  int compute_capability = 70;  // minCompCap: the paper's V100 (SM 7.0)
+  int compute_capability = 70;  // minCompCap = maxCompCap: the paper's V100 (SM 7.0)
   int max_channels = 2;         // comm->nChannels
+  // graphs[a]->typeInter <= PATH_PXB: each GPU reaches its NIC through PCIe switches only, as on
+  // DGX-class servers (false: through the CPU, PATH_PHB or SYS). Only LL128's enable rule reads it.
+  bool nic_near_gpu = true;
 };
 
 // The topology of `transport`: nodes and ranks from host_layout, bandwidths and the inter-node
@@ -140,32 +210,59 @@ struct NcclTopology {
 // NET_BW = 12 GB/s (src/graph/topo.h) and no added latency, intra-node taken as PCI.
 NcclTopology nccl_topology(const Transport& transport, int max_channels = 2);
 
-// The model's terms for an allreduce of `bytes` (Simple protocol), in microseconds and GB/s as
-// tuning.cc keeps them.
-double nccl_latency_us(const NcclTopology& topo, NcclAlgo algo, Bytes bytes);
-double nccl_bandwidth_gbs(const NcclTopology& topo, NcclAlgo algo, Bytes bytes);
+// The model's terms for an allreduce of `bytes` by `algo` under `protocol`, in microseconds and GB/s
+// as tuning.cc keeps them (ncclTopoTuneModel's latencies and bandwidths, with ncclTopoGetAlgoTime's
+// corrections for the size: the tree's treeCorrectionFactor, Simple's ring plateau).
+double nccl_latency_us(const NcclTopology& topo, NcclAlgo algo, Bytes bytes,
+                       NcclProtocol protocol = NcclProtocol::kSimple);
+double nccl_bandwidth_gbs(const NcclTopology& topo, NcclAlgo algo, Bytes bytes,
+                          NcclProtocol protocol = NcclProtocol::kSimple);
 // time = latency + bytes / (1000 x bandwidth) (ncclTopoGetAlgoTime).
-double nccl_time_us(const NcclTopology& topo, NcclAlgo algo, Bytes bytes);
+double nccl_time_us(const NcclTopology& topo, NcclAlgo algo, Bytes bytes,
+                    NcclProtocol protocol = NcclProtocol::kSimple);
+// Whether NCCL considers `protocol` when NCCL_PROTO is unset: LL and Simple always; LL128 where
+// ncclTopoTuneModel enables it by default (protoEnable 2): intra-node paths no slower than NVLink
+// through NVSwitch (typeIntra <= PATH_NVB: NVLink, or one GPU per node), the NIC near the GPU
+// (typeInter <= PATH_PXB, or PATH_PXN from SM 9.0), and SM 7.0 or newer.
+bool nccl_protocol_enabled(const NcclTopology& topo, NcclProtocol protocol);
 // The channel count for `bytes` (topoGetAlgoInfo, src/enqueue.cc): fewer channels while
-// bytes < channels x threads x NCCL_SIMPLE_THREAD_THRESHOLD.
-int nccl_channels(const NcclTopology& topo, NcclAlgo algo, Bytes bytes);
+// bytes < channels x threads x threadThreshold, the protocol's threads (maxThreads) and threshold
+// (threadThresholds, ncclTopoTuneModel).
+int nccl_channels(const NcclTopology& topo, NcclAlgo algo, Bytes bytes,
+                  NcclProtocol protocol = NcclProtocol::kSimple);
 
 struct NcclChoice {
   NcclAlgo algo = NcclAlgo::kRing;
+  NcclProtocol protocol = NcclProtocol::kSimple;
   int channels = 1;
   double time_us = 0;
   bool operator==(const NcclChoice&) const = default;
 };
-// The algorithm of least modelled time (ring on a tie), and its channel count.
-NcclChoice nccl_choose(const NcclTopology& topo, Bytes bytes);
-// A readable account of the model for `bytes`: every term of both algorithms and the choice.
-std::string describe(const NcclTopology& topo, Bytes bytes);
+// The (algorithm, protocol) pair of least modelled time, as topoGetAlgoInfo picks it, among the
+// protocols `option` allows: kAuto every enabled one (nccl_protocol_enabled), the others that one
+// protocol alone (NCCL_PROTO=LL128 runs LL128 even where it is off by default). On a tie LL before
+// LL128 before Simple, as NCCL's loop; ring before tree, as this model always had it (NCCL's loop
+// meets the tree first; an exact tie of the two needs equal floating-point times). And its channel
+// count.
+NcclChoice nccl_choose(const NcclTopology& topo, Bytes bytes,
+                       NcclProtocolOption option = kDefaultNcclProtocol);
+// The pipeline NCCL runs `choice` with for an allreduce of `bytes`: the protocol's step, one step per
+// slice but on Simple's ring (ALLREDUCE_SLICESTEPS), NCCL_STEPS slots; for the tree under LL128 the
+// step shrunk as calcCollChunking shrinks it for small buffers.
+PipelineOptions nccl_allreduce_pipeline(const NcclTopology& topo, const NcclChoice& choice,
+                                        Bytes bytes);
+// A readable account of the model for `bytes`: every term of every (algorithm, protocol) pair, which
+// pairs `option` allows, and the choice.
+std::string describe(const NcclTopology& topo, Bytes bytes,
+                     NcclProtocolOption option = kDefaultNcclProtocol);
 
-// The allreduce NCCL would run: nccl_choose on nccl_topology(transport), then the pipelined ring or
-// the double binary tree with that many channels.
-void nccl_allreduce(Transport& transport, const BufferView& data, ReduceOp op, Tag tag);
+// The allreduce NCCL would run: nccl_choose on nccl_topology(transport) among the protocols `option`
+// allows, then the pipelined ring or the double binary tree with that protocol's pipeline
+// (nccl_allreduce_pipeline) on that many channels.
+void nccl_allreduce(Transport& transport, const BufferView& data, ReduceOp op, Tag tag,
+                    NcclProtocolOption option = kDefaultNcclProtocol);
 
-// The allgather ncclAllGather runs (AllgatherAlgo::kNccl): the pipelined ring on
+// The allgather ncclAllGather runs (AllgatherAlgo::kNccl), under Simple: the pipelined ring on
 // nccl_channels(nccl_topology(transport), kRing, S) channels, S the gathered buffer's bytes (NCCL
 // tunes an allgather on nBytes = nRanks x sendcount x element size: ncclFuncMaxSendRecvCount in
 // src/include/enqueue.h, used by topoGetAlgoInfo in src/enqueue.cc), in slices of

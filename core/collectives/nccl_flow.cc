@@ -73,15 +73,25 @@ struct Slicing {
   int64_t slices = 1;  // n
   int64_t m = 1;
 };
-Slicing slicing(size_t chunk_elements, size_t slice_elements, size_t element, int in_flight) {
+// The bytes `elements` elements of `element` bytes put on the wire in messages of `slice` elements
+// (the last shorter) under `protocol` (nccl.h wire_bytes; Simple: the elements' bytes).
+Bytes on_wire(NcclProtocol protocol, size_t elements, size_t slice, size_t element) {
+  const size_t whole = elements / slice;
+  return wire_bytes(protocol, Bytes(static_cast<int64_t>(slice * element))) *
+             static_cast<int64_t>(whole) +
+         wire_bytes(protocol, Bytes(static_cast<int64_t>((elements - whole * slice) * element)));
+}
+
+Slicing slicing(size_t chunk_elements, size_t slice_elements, size_t element, int in_flight,
+                NcclProtocol protocol) {
   Slicing s;
   const size_t slice = std::max<size_t>(1, std::min(slice_elements, chunk_elements));
   s.slices = static_cast<int64_t>(std::max<size_t>(1, (chunk_elements + slice - 1) / slice));
   s.m = std::min<int64_t>(s.slices, in_flight);
   const size_t burst = std::min(chunk_elements, slice * static_cast<size_t>(s.m));
-  s.slice = Bytes(static_cast<int64_t>(slice * element));
-  s.burst = Bytes(static_cast<int64_t>(burst * element));
-  s.rest = Bytes(static_cast<int64_t>((chunk_elements - burst) * element));
+  s.slice = on_wire(protocol, slice, slice, element);
+  s.burst = on_wire(protocol, burst, slice, element);
+  s.rest = on_wire(protocol, chunk_elements - burst, slice, element);
   return s;
 }
 
@@ -203,18 +213,26 @@ Time ring_chain(const Transport& transport, Time intra, Time inter, int64_t hops
   return chain;
 }
 
-// Per channel, `send[c]` elements to `right` and `recv[c]` from `left` (0: none), all posted at once;
-// then the pipeline `term` waited for alongside them.
+// Per channel, `send[c]` elements to `right` and `recv[c]` from `left` (0: none), all posted at once,
+// each as the bytes its slices put on the wire; then the pipeline `term` waited for alongside them.
 void exchange(FlowCapable& flow, Transport& transport, const BufferView& data, Tag tag, int right,
-              int left, const std::vector<size_t>& send, const std::vector<size_t>& recv, Time term) {
+              int left, const std::vector<size_t>& send, const std::vector<size_t>& recv, Time term,
+              const PipelineOptions& options) {
+  const size_t element = size_of(data.dtype());
+  const size_t slice = options.slice_elements(element);
+  auto wire = [&](size_t elements) {
+    return static_cast<size_t>(on_wire(options.protocol, elements, slice, element).count());
+  };
   size_t most = 1;
   for (size_t c = 0; c < send.size(); ++c)
-    most = std::max({most, send[c], recv[c]});
-  const Buffer scratch = Buffer::like(data, data.dtype(), most);
+    most = std::max({most, wire(send[c]), wire(recv[c])});
+  const Buffer scratch = Buffer::like(data, DType::kU8, most);
   std::vector<RequestPtr> requests;
   for (size_t c = 0; c < send.size(); ++c) {
-    if (recv[c] > 0) requests.push_back(transport.irecv(scratch.view().slice(0, recv[c]), left, tag));
-    if (send[c] > 0) requests.push_back(transport.isend(scratch.view().slice(0, send[c]), right, tag));
+    if (recv[c] > 0)
+      requests.push_back(transport.irecv(scratch.view().slice(0, wire(recv[c])), left, tag));
+    if (send[c] > 0)
+      requests.push_back(transport.isend(scratch.view().slice(0, wire(send[c])), right, tag));
   }
   if (term > Time::zero()) flow.pause(term);
   wait_all(requests);
@@ -257,7 +275,8 @@ void flow_ring(FlowCapable& flow, Transport& transport, const BufferView& data, 
   const size_t element = size_of(data.dtype());
   const int in_flight = options.slices_in_flight();
   const size_t chunk = (parts.max_count() + ranks - 1) / static_cast<size_t>(ranks);
-  const Slicing s = slicing(chunk, options.slice_elements(element), element, in_flight);
+  const Slicing s =
+      slicing(chunk, options.slice_elements(element), element, in_flight, options.protocol);
   const int64_t hops = kind == RingKind::kAllreduce ? 2 * (ranks - 1) : ranks - 1;
   const HopCosts costs = hop_costs(flow, transport, RingPairs{ranks}, s, {channels, channels});
   const Time chain_hops = ring_chain(transport, HopCosts::chain_hop(costs.intra, s),
@@ -265,7 +284,7 @@ void flow_ring(FlowCapable& flow, Transport& transport, const BufferView& data, 
   const Time chain = chain_hops + costs.tail(s, in_flight);
   const Bytes chunk_bytes = s.burst + s.rest;
   const Time window = costs.window(s, in_flight, hops * s.slices, chunk_bytes * hops);
-  exchange(flow, transport, data, tag, right, left, send, recv, std::max(chain, window));
+  exchange(flow, transport, data, tag, right, left, send, recv, std::max(chain, window), options);
 }
 
 // Broadcast and reduce: a chain of P - 1 hops from position 0 to position P - 1 (position p = rank -
@@ -286,7 +305,8 @@ void flow_chain(FlowCapable& flow, Transport& transport, const BufferView& data,
   }
   const size_t element = size_of(data.dtype());
   const int in_flight = options.slices_in_flight();
-  const Slicing s = slicing(parts.max_count(), options.slice_elements(element), element, in_flight);
+  const Slicing s =
+      slicing(parts.max_count(), options.slice_elements(element), element, in_flight, options.protocol);
   const HopCosts costs =
       hop_costs(flow, transport, RingPairs{ranks}, s, {options.channels, options.channels});
   // The hops from position 0 to this rank's position (the last rank's is the whole chain).
@@ -295,7 +315,7 @@ void flow_chain(FlowCapable& flow, Transport& transport, const BufferView& data,
   const Time chain = chain_hops + costs.tail(s, in_flight);
   const Time window = costs.window(s, in_flight, s.slices, s.burst + s.rest);
   exchange(flow, transport, data, tag, mod(rank + 1, ranks), mod(rank - 1, ranks), send, recv,
-           position == 0 ? window : std::max(chain, window));
+           position == 0 ? window : std::max(chain, window), options);
 }
 
 }  // namespace
@@ -339,7 +359,8 @@ void flow_double_tree_allreduce(FlowCapable& flow, Transport& transport, const B
   const Chunking chunking(data, parts);
   const size_t element = size_of(data.dtype());
   const int in_flight = options.slices_in_flight();
-  const Slicing s = slicing(chunking.max_count(), options.slice_elements(element), element, in_flight);
+  const Slicing s = slicing(chunking.max_count(), options.slice_elements(element), element, in_flight,
+                            options.protocol);
   const int nodes = static_cast<int>(layout.hosts.size());
   std::vector<std::pair<int, int>> pairs;
   if (layout.hosts[0].size() > 1) pairs.emplace_back(layout.hosts[0][0], layout.hosts[0][1]);
@@ -353,11 +374,16 @@ void flow_double_tree_allreduce(FlowCapable& flow, Transport& transport, const B
 
   Time longest_wait;
   std::vector<RequestPtr> requests;
-  const Buffer scratch = Buffer::like(data, data.dtype(), std::max<size_t>(chunking.max_count(), 1));
+  const size_t slice = options.slice_elements(element);
+  auto wire = [&](size_t elements) {
+    return static_cast<size_t>(on_wire(options.protocol, elements, slice, element).count());
+  };
+  const Buffer scratch =
+      Buffer::like(data, DType::kU8, std::max<size_t>(wire(chunking.max_count()), 1));
   for (int p = 0; p < parts; ++p) {
     const int tree = p % 2;
     const size_t count = chunking.chunk(p).count();
-    const BufferView piece = scratch.view().slice(0, count);
+    const BufferView piece = scratch.view().slice(0, wire(count));
     const TreePlace place = double_tree_place(layout, me, tree);
     // Up: from the children, to the parent; down: from the parent, to the children.
     if (count > 0) {

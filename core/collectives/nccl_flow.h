@@ -16,7 +16,8 @@
 //            once (they share the link and land together)
 //   V        the bytes one rank sends to one peer in the call: exactly what the slice-level model
 //            sends (the ring allreduce: 2 part - c_r - c_{r+1}, every chunk but the rank's own in the
-//            reduce-scatter and every chunk but its right neighbour's in the allgather)
+//            reduce-scatter and every chunk but its right neighbour's in the allgather), each slice
+//            as the bytes its protocol puts on the wire (nccl.h wire_bytes; so are tau and a burst)
 //
 // Derivation (a uniform ring, one channel, link rate b, hop latency alpha). The slice-level ring
 // forwards slice j of step t as soon as it has slice j of step t - 1 from its left, and its link

@@ -1,7 +1,8 @@
 // NCCL's pipelined ring (src/device/all_reduce.h runRing, reduce_scatter.h, all_gather.h,
-// broadcast.h, reduce.h, Simple protocol): channels, chunks, slices and slots as core/collectives/
-// nccl.h defines them.
+// broadcast.h, reduce.h): channels, chunks, slices, slots and protocols as core/collectives/nccl.h
+// defines them.
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -226,9 +227,11 @@ void pipelined_reduce_scatter(Transport& transport, const BufferView& data, Redu
   if (nothing_to_do(transport, data, options)) return;
   if (FlowCapable* flow = flow_granularity(transport))
     return flow_reduce_scatter(*flow, transport, data, tag, options);
+  std::unique_ptr<Transport> lines;
+  Transport& wire = protocol_transport(transport, options.protocol, lines);
   std::vector<RingStep> steps;
   add_reduce_scatter_steps(steps, transport.rank(), transport.size());
-  run_ring(transport, data, op, tag, options, steps, Layout::kRankMajor);
+  run_ring(wire, data, op, tag, options, steps, Layout::kRankMajor);
 }
 
 void pipelined_allgather(Transport& transport, const BufferView& data, Tag tag,
@@ -237,9 +240,11 @@ void pipelined_allgather(Transport& transport, const BufferView& data, Tag tag,
   if (nothing_to_do(transport, data, options)) return;
   if (FlowCapable* flow = flow_granularity(transport))
     return flow_allgather(*flow, transport, data, tag, options);
+  std::unique_ptr<Transport> lines;
+  Transport& wire = protocol_transport(transport, options.protocol, lines);
   std::vector<RingStep> steps;
   add_allgather_steps(steps, transport.rank(), transport.size());
-  run_ring(transport, data, ReduceOp::kSum, tag, options, steps, Layout::kRankMajor);
+  run_ring(wire, data, ReduceOp::kSum, tag, options, steps, Layout::kRankMajor);
 }
 
 void pipelined_ring_allreduce(Transport& transport, const BufferView& data, ReduceOp op, Tag tag,
@@ -250,10 +255,12 @@ void pipelined_ring_allreduce(Transport& transport, const BufferView& data, Redu
   if (nothing_to_do(transport, data, options)) return;
   if (FlowCapable* flow = flow_granularity(transport))
     return flow_ring_allreduce(*flow, transport, data, tag, options);
+  std::unique_ptr<Transport> lines;
+  Transport& wire = protocol_transport(transport, options.protocol, lines);
   std::vector<RingStep> steps;
   add_reduce_scatter_steps(steps, transport.rank(), transport.size());
   add_allgather_steps(steps, transport.rank(), transport.size());
-  run_ring(transport, data, op, tag, options, steps, Layout::kChannelMajor);
+  run_ring(wire, data, op, tag, options, steps, Layout::kChannelMajor);
 }
 
 void pipelined_broadcast(Transport& transport, const BufferView& data, int root, Tag tag,
@@ -267,6 +274,8 @@ void pipelined_broadcast(Transport& transport, const BufferView& data, int root,
   if (nothing_to_do(transport, data, options)) return;
   if (FlowCapable* flow = flow_granularity(transport))
     return flow_broadcast(*flow, transport, data, root, tag, options);
+  std::unique_ptr<Transport> lines;
+  Transport& wire = protocol_transport(transport, options.protocol, lines);
   const int position = mod(transport.rank() - root, ranks);
   const int right = mod(transport.rank() + 1, ranks);
   const int left = mod(transport.rank() - 1, ranks);
@@ -279,8 +288,8 @@ void pipelined_broadcast(Transport& transport, const BufferView& data, int root,
       const BufferView part = parts.chunk(channel);
       if (j * slice >= part.count()) continue;
       const BufferView piece = slice_of(part, slice, j);
-      if (position > 0) transport.recv(piece, left, tag);
-      if (position < ranks - 1) windows[channel].send(transport, piece, right, tag);
+      if (position > 0) wire.recv(piece, left, tag);
+      if (position < ranks - 1) windows[channel].send(wire, piece, right, tag);
     }
   }
   for (SlotWindow& w : windows)
@@ -299,6 +308,8 @@ void pipelined_reduce(Transport& transport, const BufferView& data, int root, Re
   if (nothing_to_do(transport, data, options)) return;
   if (FlowCapable* flow = flow_granularity(transport))
     return flow_reduce(*flow, transport, data, root, tag, options);
+  std::unique_ptr<Transport> lines;
+  Transport& wire = protocol_transport(transport, options.protocol, lines);
   const int position = mod(transport.rank() - root - 1, ranks);
   const int right = mod(transport.rank() + 1, ranks);
   const int left = mod(transport.rank() - 1, ranks);
@@ -314,10 +325,10 @@ void pipelined_reduce(Transport& transport, const BufferView& data, int root, Re
       const BufferView piece = slice_of(part, slice, j);
       if (position > 0) {
         const BufferView received = incoming.view().slice(0, piece.count());
-        transport.recv(received, left, tag);
+        wire.recv(received, left, tag);
         bagua::reduce(piece, received, op);
       }
-      if (position < ranks - 1) windows[channel].send(transport, piece, right, tag);
+      if (position < ranks - 1) windows[channel].send(wire, piece, right, tag);
     }
   }
   for (SlotWindow& w : windows)

@@ -16,6 +16,8 @@ namespace bagua {
 struct CentralizedFullPrecisionOptions {
   bool average = true;  // the average over ranks, else the sum
   collectives::AllreduceAlgo algo = collectives::AllreduceAlgo::kRing;
+  // kNccl's protocol (collectives::NcclProtocolOption).
+  collectives::NcclProtocolOption protocol = collectives::kDefaultNcclProtocol;
 };
 
 class CentralizedFullPrecision {

@@ -265,6 +265,15 @@ TEST(Exactness, GradientAllreduceAndLocalSgdWithPeriodOneAreLargeBatchSgd) {
        std::vector<std::pair<std::string, std::map<std::string, ParamValue>>>{
            {"gradient_allreduce", {}},
            {"gradient_allreduce", {{"hierarchical", true}}},
+           // NCCL's allreduce under each of its protocols, flat and hierarchical.
+           {"gradient_allreduce",
+            {{"allreduce", std::string("nccl")}, {"protocol", std::string("ll")}}},
+           {"gradient_allreduce",
+            {{"allreduce", std::string("nccl")}, {"protocol", std::string("ll128")}}},
+           {"gradient_allreduce",
+            {{"allreduce", std::string("nccl")},
+             {"protocol", std::string("auto")},
+             {"hierarchical", true}}},
            {"local_sgd", {{"period", int64_t{1}}}}}) {
     for (Backend backend : testing::all_backends())
       for (int ranks : {1, 2, 3, 4}) {
@@ -281,6 +290,33 @@ TEST(Exactness, GradientAllreduceAndLocalSgdWithPeriodOneAreLargeBatchSgd) {
                         1e-5)
                 << describe(backend, spec) << ", rank " << rank << ", element " << i;
       }
+  }
+}
+
+TEST(Algorithms, ProtocolIsNcclsOnlyAndOptional) {
+  // `protocol` (NCCL_PROTO) for the algorithms that name an allreduce: optional, so that configs
+  // without it resolve as before and run collectives::kDefaultNcclProtocol; beside an allreduce other
+  // than "nccl" a ConfigError naming algorithm.protocol.
+  Registries reg;
+  for (const char* name : {"gradient_allreduce", "ddp", "horovod"}) {
+    const ParamSchema& schema = reg.algorithms.at(name).schema;
+    ASSERT_NE(schema.find("protocol"), nullptr) << name;
+    EXPECT_EQ(schema.find("protocol")->presence, ParamPresence::kOptional) << name;
+    EXPECT_FALSE(Params(schema, {}).has("protocol")) << name;
+    EXPECT_EQ(schema.validate("protocol", std::string("LL")).value_or(""),
+              "must be one of auto|simple|ll|ll128, got \"LL\"")
+        << name;
+    const Params nccl(schema, {{"allreduce", std::string("nccl")}, {"protocol", std::string("ll")}});
+    EXPECT_NO_THROW(reg.algorithms.create(name, nccl, reg.deps())) << name;
+    const Params ring(schema, {{"allreduce", std::string("ring")}, {"protocol", std::string("ll")}});
+    try {
+      reg.algorithms.create(name, ring, reg.deps());
+      ADD_FAILURE() << name << ": protocol beside allreduce ring accepted";
+    } catch (const ConfigError& e) {
+      EXPECT_STREQ(e.what(),
+                   "algorithm.protocol: only for \"allreduce\": \"nccl\", got \"allreduce\": "
+                   "\"ring\"");
+    }
   }
 }
 

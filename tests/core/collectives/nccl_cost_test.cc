@@ -34,6 +34,38 @@ TEST(NcclCatalogue, WorkedExamples) {
   EXPECT_EQ(double_tree_allreduce_cost(4, 2, Bytes(4096), Bytes(1024)), (WireCost{7, Bytes(5 * 2048)}));
 }
 
+TEST(NcclCatalogue, LLAndLL128SendTheirLines) {
+  // The pipelined ring allreduce on P = 4 ranks of S = 16'000 B (4000 f32), one channel, slices of the
+  // protocol's step: chunks of 4000 B, one slice each; every rank sends 2 (P - 1) = 6 of them. Simple:
+  // 6 x 4000 = 24'000 B; LL: 4000 / 8 = 500 lines of 16 B, 6 x 8000 = 48'000 B; LL128: 4000 B is 3
+  // warps' 1920 (the third partly filled), 3 x 2048 = 6144 B, 6 x 6144 = 36'864 B. The steps do not
+  // change.
+  const Buffer data = Buffer::meta(DType::kF32, 4000);
+  auto ring = [&](NcclProtocol protocol, Bytes step) {
+    PipelineOptions o;
+    o.protocol = protocol;
+    o.step = step;
+    o.slice_steps = 1;
+    return measure_wire_cost(testing::Backend::kThreads, 4, 1, [&](Transport& t) {
+      pipelined_ring_allreduce(t, data, ReduceOp::kSum, 1, o);
+    });
+  };
+  EXPECT_EQ(ring(NcclProtocol::kSimple, kNcclStepSize), (WireCost{6, Bytes(24'000)}));
+  EXPECT_EQ(ring(NcclProtocol::kLL, kLLStepSize), (WireCost{6, Bytes(48'000)}));
+  EXPECT_EQ(ring(NcclProtocol::kLL128, kLL128StepSize), (WireCost{6, Bytes(36'864)}));
+  // The double tree on 2 ranks under LL: each rank is the root of one tree and the leaf of the other,
+  // so it sends one half (8000 B) up its leaf's tree and the other half down its root's: 16'000 B of
+  // data, 32'000 B of lines.
+  PipelineOptions o;
+  o.protocol = NcclProtocol::kLL;
+  o.step = kLLStepSize;
+  o.slice_steps = 1;
+  const WireCost tree = measure_wire_cost(testing::Backend::kThreads, 2, 1, [&](Transport& t) {
+    double_tree_allreduce(t, data, ReduceOp::kSum, 1, o);
+  });
+  EXPECT_EQ(tree.sent, Bytes(32'000));
+}
+
 class NcclCatalogueP : public ::testing::TestWithParam<int> {};
 
 TEST_P(NcclCatalogueP, MeasuredStepsAndBytesMatchTheClosedForms) {

@@ -173,6 +173,25 @@ TEST(NcclFlow, OnSharedLinksTheWindowGoesInBursts) {
   EXPECT_LT(relative_error(flow_later, slice_later), 0.01) << slice_later.nanoseconds();
 }
 
+TEST(NcclFlow, LLCarriesItsLines) {
+  // P = 4 hosts of one rank, an allreduce of S = 80'000 B (20'000 f32) on one channel under LL: chunks
+  // c = 20'000 B, one slice each (LL slices hold 32 KiB), 40'000 B on the wire. Each rank sends V = 6
+  // chunks' lines, 240'000 B: L + V / B = 2'000 + 19'200 = 21'200 ns. The chain: K = 6 hops of
+  // alpha + a chunk's lines, 2'000 + 3'200: 31'200 ns; the window does not bind (W = 8). So 31'200
+  // ns, the slice-level ring's too (each step's slice alone on its links). Under Simple: 6 x (2'000 +
+  // 1'600) = 21'600 ns.
+  const Buffer data = Buffer::meta(DType::kF32, 20'000);
+  PipelineOptions ll;
+  ll.protocol = NcclProtocol::kLL;
+  ll.step = kLLStepSize;
+  ll.slice_steps = 1;
+  auto body = [&](Transport& tr) { pipelined_ring_allreduce(tr, data, ReduceOp::kSum, 1, ll); };
+  EXPECT_EQ(simulate(flow(star(4)), body).nanoseconds(), 31'200);
+  EXPECT_EQ(simulate(star(4), body).nanoseconds(), 31'200);
+  auto simple = [&](Transport& tr) { pipelined_ring_allreduce(tr, data, ReduceOp::kSum, 1); };
+  EXPECT_EQ(simulate(flow(star(4)), simple).nanoseconds(), 21'600);
+}
+
 TEST(NcclFlow, MaterializedBuffersAreRefusedNamingTheSetting) {
   const Buffer data = Buffer::host(DType::kF32, 1000);
   try {

@@ -89,6 +89,67 @@ TEST(NcclSimulatedTime, TwoRankRingWithTheWholeChunkInFlight) {
   EXPECT_EQ(t.nanoseconds(), 804'000);
 }
 
+TEST(NcclSimulatedTime, SmallLLAllreduceOnTwoHosts) {
+  // "allreduce": "nccl" forced to LL on 2 hosts of one rank, S = 4000 B (1000 f32). NCCL's choice
+  // under LL is the ring: 6.6 + 2 x (5.0 + 1.0) = 18.6 us + 4000 B / 6.25 GB/s = 19.24 us, against
+  // the tree's 6.8 + 2 x (5.0 + 1.0) = 18.8 us + 4000 B / (1.513 GB/s x .8) = 22.1 us (both cross
+  // hosts with hwLat[NET][Tree][LL] = 5.0 as ppn = 1, plus the star's 1 us NIC latency once), on one
+  // channel (4000 B < 2 x 512 threads x 8 x 2 ranks). The ring's chunks are 2000 B, one slice each (LL slices hold 32 KiB); on the wire a
+  // slice is 2000 / 8 = 250 lines of 16 B = 4000 B. Step 0 (reduce-scatter) and step 1 (allgather)
+  // each move one slice per rank, alone on its NIC links: 2 u(4000) = 2 x (2000 + 320) = 4640 ns.
+  // Under Simple the slices are their 2000 B: 2 u(2000) = 2 x 2160 = 4320 ns. The simulator has no
+  // per-step cost of the protocols on the GPU, only their bytes, so here LL is the slower, where
+  // NCCL's model, which has them, gives LL 19.24 us and Simple 41.17 us (its choice under Simple, the
+  // tree: 8.4 + 2 x (14 + 2 x 1.0) = 40.4 us + 4000 / (5.75 GB/s x .9)).
+  NcclChoice ll_model;
+  NcclChoice simple_model;
+  const Buffer data = Buffer::meta(DType::kF32, 1000);
+  const Time ll = simulate(star(2), [&](Transport& tr) {
+    if (tr.rank() == 0) {
+      ll_model = nccl_choose(nccl_topology(tr), data.bytes(), NcclProtocolOption::kLL);
+      simple_model = nccl_choose(nccl_topology(tr), data.bytes(), NcclProtocolOption::kSimple);
+    }
+    allreduce(tr, data, ReduceOp::kSum, 1, AllreduceAlgo::kNccl, NcclProtocolOption::kLL);
+  });
+  EXPECT_EQ(ll_model, (NcclChoice{NcclAlgo::kRing, NcclProtocol::kLL, 1, ll_model.time_us}));
+  EXPECT_NEAR(ll_model.time_us, 18.6 + 4000 / 6250.0, 1e-9);
+  EXPECT_EQ(simple_model.algo, NcclAlgo::kTree);
+  EXPECT_NEAR(simple_model.time_us, 40.4 + 4000 / 5175.0, 1e-6);
+  EXPECT_EQ(ll.nanoseconds(), 2 * u_ns(4000));
+  EXPECT_EQ(ll.nanoseconds(), 4640);
+  const Time simple = simulate(star(2), [&](Transport& tr) {
+    allreduce(tr, data, ReduceOp::kSum, 1, AllreduceAlgo::kNccl, NcclProtocolOption::kSimple);
+  });
+  EXPECT_EQ(simple.nanoseconds(), 4320);
+  // LL128: 2000 B is one warp's 1920 and part of a second, 2 x 2048 = 4096 B on the wire:
+  // 2 x (2000 + 327.68) rounded up per message by the network model.
+  const Time ll128 = simulate(star(2), [&](Transport& tr) {
+    allreduce(tr, data, ReduceOp::kSum, 1, AllreduceAlgo::kNccl, NcclProtocolOption::kLL128);
+  });
+  EXPECT_GE(ll128.nanoseconds(), 2 * (2000 + 327));
+  EXPECT_LE(ll128.nanoseconds(), 2 * (2000 + 328));
+}
+
+TEST(NcclSimulatedTime, LLSlicesAChunkThatSimpleSendsWhole) {
+  // The pipelined ring on 3 hosts of one rank, one channel, S = 3 x 64 KiB (49'152 f32): chunks of
+  // 64 KiB. Simple sends a chunk as one slice (2 steps of 512 KiB hold it): 2 (P - 1) = 4 steps of
+  // u(65'536) = 2000 + 5242.88, about 28'972 ns. LL cuts it into 2 slices of 32 KiB (65'536 B each
+  // on the wire), both in flight (8 allowed): they share the NIC links and land together after
+  // u(131'072) = 2000 + 10'485.76, and every step takes that: about 4 x 12'486 = 49'944 ns, the bytes
+  // doubled and nothing saved, as no slice waits on a latency here.
+  const Buffer data = Buffer::meta(DType::kF32, 3 * 65'536 / 4);
+  PipelineOptions ll;
+  ll.protocol = NcclProtocol::kLL;
+  ll.step = kLLStepSize;
+  ll.slice_steps = 1;
+  const Time lines = simulate(
+      star(3), [&](Transport& tr) { pipelined_ring_allreduce(tr, data, ReduceOp::kSum, 1, ll); });
+  const Time simple =
+      simulate(star(3), [&](Transport& tr) { pipelined_ring_allreduce(tr, data, ReduceOp::kSum, 1); });
+  EXPECT_NEAR(static_cast<double>(simple.nanoseconds()), 4 * (2000 + 65'536 / 12.5), 4.0);
+  EXPECT_NEAR(static_cast<double>(lines.nanoseconds()), 4 * (2000 + 131'072 / 12.5), 4.0);
+}
+
 // ncclAllGather (AllgatherAlgo::kNccl) against the bulk ring on the star above with NIC links of
 // B = 1 GB/s (1 byte per ns) and 10 us each way: between hosts a message of m bytes takes
 // u(m) = 20'000 ns + m ns. Small gathers: the tuner gives 1 channel below 64 KiB (nccl_channels), a
