@@ -142,10 +142,13 @@ struct Reach {
   double up = 0;
   double down = 0;
 };
-Reach reach_of(const HostLayout& layout, int rank, int tree, double intra_hop, double inter_hop) {
+// `height`: the tree's memo of host heights (every entry -1 at first, one per host), kept between the
+// calls for one tree so that each host's height is worked out once per allreduce, not once per rank
+// asked about.
+Reach reach_of(const HostLayout& layout, int rank, int tree, double intra_hop, double inter_hop,
+               std::vector<double>& height) {
   const int nodes = static_cast<int>(layout.hosts.size());
   // height(h): below host h's head, the deeper of its chain and its child hosts' subtrees.
-  std::vector<double> height(nodes, -1);
   std::function<double(int)> host_height = [&](int h) {
     if (height[h] >= 0) return height[h];
     const NodeLinks l = dtree_links(nodes, h, tree);
@@ -226,16 +229,27 @@ void double_tree_allreduce(Transport& transport, const BufferView& data, ReduceO
     size_t slice = 0;
     auto operator<=>(const Key&) const = default;
   };
-  // The key of `rank`'s item (down, p, j).
-  std::vector<std::vector<Reach>> reach_cache(2, std::vector<Reach>(ranks));
-  std::vector<std::vector<bool>> reach_known(2, std::vector<bool>(ranks, false));
+  // The key of `rank`'s item (down, p, j). Only this rank and its parent and children in each tree
+  // are asked about: their reaches are kept in a short list (a table over every rank would cost each
+  // rank O(ranks) memory and time per call, O(ranks^2) for the world).
+  struct KnownReach {
+    int tree;
+    int rank;
+    Reach reach;
+  };
+  std::vector<KnownReach> known;
+  std::vector<std::vector<double>> heights(2);  // per tree, reach_of's memo, filled at first use
   auto key_of = [&](int rank, bool down, int p, size_t j) {
     const int tree = p % 2;
-    if (!reach_known[tree][rank]) {
-      reach_cache[tree][rank] = reach_of(layout, rank, tree, intra_hop, inter_hop);
-      reach_known[tree][rank] = true;
+    auto it = std::find_if(known.begin(), known.end(),
+                           [&](const KnownReach& k) { return k.tree == tree && k.rank == rank; });
+    if (it == known.end()) {
+      std::vector<double>& height = heights[static_cast<size_t>(tree)];
+      if (height.empty()) height.assign(layout.hosts.size(), -1);
+      known.push_back({tree, rank, reach_of(layout, rank, tree, intra_hop, inter_hop, height)});
+      it = known.end() - 1;
     }
-    const Reach& r = reach_cache[tree][rank];
+    const Reach& r = it->reach;
     return Key{(down ? r.down : r.up) + static_cast<double>(j) * slice_time, down ? 1 : 0, p, j};
   };
 

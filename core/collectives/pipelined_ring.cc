@@ -158,9 +158,14 @@ void run_ring(Transport& transport, const BufferView& data, ReduceOp op, Tag tag
   auto receive_of = [&](int channel, size_t t, size_t j) -> RequestPtr& {
     return received[(static_cast<size_t>(channel) * 2 + t % 2) * max_slices + j];
   };
-  // sent[channel][chunk][j]: the window's number of the last send of slice j of that chunk, -1 none.
-  std::vector<std::vector<std::vector<int64_t>>> sent(
-      channels, std::vector<std::vector<int64_t>>(ranks, std::vector<int64_t>(max_slices, -1)));
+  // sent_of(channel, chunk, j): the window's number of the last send of slice j of that chunk, -1
+  // none; one flat table (not a vector per channel and chunk: ranks x channels allocations per call).
+  std::vector<int64_t> sent(static_cast<size_t>(channels) * static_cast<size_t>(ranks) * max_slices,
+                            -1);
+  auto sent_of = [&](int channel, int chunk, size_t j) -> int64_t& {
+    const size_t row = static_cast<size_t>(channel) * static_cast<size_t>(ranks);
+    return sent[(row + static_cast<size_t>(chunk)) * max_slices + j];
+  };
 
   // Waits for slice j of step t's receive and reduces it into the rank's chunk.
   auto consume = [&](int channel, size_t t, size_t j) {
@@ -182,14 +187,14 @@ void run_ring(Transport& transport, const BufferView& data, ReduceOp op, Tag tag
         const BufferView recv_chunk = chunks[channel][step.recv_chunk];
         if (j * slice < recv_chunk.count()) {
           const BufferView into = slice_of(recv_chunk, slice, j);
-          if (!step.reduce) windows[channel].wait_through(sent[channel][step.recv_chunk][j]);
+          if (!step.reduce) windows[channel].wait_through(sent_of(channel, step.recv_chunk, j));
           receive_of(channel, t, j) = transport.irecv(
               step.reduce ? incoming_slice(channel, t, j, into.count()) : into, left, tag);
         }
         const BufferView send_chunk = chunks[channel][step.send_chunk];
         if (j * slice < send_chunk.count()) {
           if (t > 0) consume(channel, t - 1, j);
-          sent[channel][step.send_chunk][j] =
+          sent_of(channel, step.send_chunk, j) =
               windows[channel].send(transport, slice_of(send_chunk, slice, j), right, tag);
         }
       }
