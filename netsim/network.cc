@@ -306,13 +306,18 @@ void FlowNetwork::reshare(std::span<const int32_t> changed) {
   solver_.clear();
   for (int32_t l : component_links_) {
     if (active_[static_cast<size_t>(l)].empty()) continue;  // a link the finished flow alone used
+    if (shadowed_by_ceiling(l)) {
+      link_local_[static_cast<size_t>(l)] = -1;
+      continue;
+    }
     link_local_[static_cast<size_t>(l)] = solver_.add_link(capacity_[static_cast<size_t>(l)]);
   }
   for (int32_t id : component_flows_) {
     const Flow& f = flows_[static_cast<size_t>(id)];
     local_.clear();
     for (int32_t c : f.constraints)
-      local_.push_back(link_local_[static_cast<size_t>(c)]);
+      if (const int32_t local = link_local_[static_cast<size_t>(c)]; local >= 0)
+        local_.push_back(local);
     solver_.add_flow(local_, f.cap);
   }
   const std::vector<double>& rates = solver_.solve();
@@ -341,6 +346,25 @@ double FlowNetwork::sole_bottleneck_level() const {
   for (int32_t id : component_flows_)
     if (flows_[static_cast<size_t>(id)].cap < best) return 0;  // a cap would pop first
   return best;
+}
+
+bool FlowNetwork::shadowed_by_ceiling(int32_t link) const {
+  if (ceiling_base_ < 0 || link >= ceiling_base_) return false;
+  const std::vector<int32_t>& on_link = active_[static_cast<size_t>(link)];
+  // A ceiling that carries the link's flows carries its first flow; it is one of that flow's.
+  for (const int32_t k : flows_[static_cast<size_t>(on_link.front())].constraints) {
+    if (k < ceiling_base_ || active_[static_cast<size_t>(k)].size() != on_link.size() ||
+        capacity_[static_cast<size_t>(k)] > capacity_[static_cast<size_t>(link)])
+      continue;
+    // Every flow of the link on ceiling k, and as many flows on both: the same flows.
+    bool all = true;
+    for (size_t i = 1; all && i < on_link.size(); ++i) {
+      const Constraints& c = flows_[static_cast<size_t>(on_link[i])].constraints;
+      all = std::find(c.begin(), c.end(), k) != c.end();
+    }
+    if (all) return true;
+  }
+  return false;
 }
 
 double FlowNetwork::lone_rate(const Flow& f) const {

@@ -187,6 +187,16 @@ class FlowNetwork {
   // stops, so this is exactly the solver's answer, found in one pass (a results gather: P - 1 flows
   // into one link, re-solved as each comes and goes). 0 when that does not hold.
   double sole_bottleneck_level() const;
+  // Whether a host ceiling carries exactly the flows `link` carries and has no more capacity (a star's
+  // NIC link and its host's egress or ingress ceiling, on a cluster with a ceiling below the NIC):
+  // then the solver's answer is the same without `link`, which is left out (an entry fewer in its heap
+  // and in each freeze of those flows). Progressive filling subtracts the same frozen rates from both,
+  // so the link's remaining capacity never falls below the ceiling's and, with as many unfrozen flows,
+  // its level never below the ceiling's: the ceiling pops first and freezes all of the link's flows,
+  // or the two tie and the link, earlier in the solver's order, pops first and freezes the same flows
+  // at the same level. Either way nothing else ever reads the link's state; the other entries keep
+  // their order (MaxMin.ALinkShadowedByAnotherChangesNoRate).
+  bool shadowed_by_ceiling(int32_t link) const;
   // Gives flow `id` its newly solved rate, rescheduling its completion if the rate changed.
   void set_rate(int32_t id, double rate);
   void bring_up_to_date(Flow& f);
@@ -199,7 +209,8 @@ class FlowNetwork {
   Engine& engine_;
   std::vector<Flow> flows_;
   std::vector<int32_t> free_flows_;
-  std::vector<double> capacity_;  // per constraint: Link::capacity in bytes per second, then the ceilings
+  std::vector<double>
+      capacity_;  // per constraint: Link::capacity in bytes per second, then the ceilings
   std::vector<std::vector<int32_t>> active_;  // per constraint: the phase-2 flows sharing it
   std::vector<int64_t> carried_;              // per link
   std::vector<int32_t> changed_;              // the constraints of a flow that just completed

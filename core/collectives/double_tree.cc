@@ -142,10 +142,13 @@ struct Reach {
   double up = 0;
   double down = 0;
 };
-Reach reach_of(const HostLayout& layout, int rank, int tree, double intra_hop, double inter_hop) {
+// `height`: the tree's memo of host heights (every entry -1 at first, one per host), kept between the
+// calls for one tree so that each host's height is worked out once per allreduce, not once per rank
+// asked about.
+Reach reach_of(const HostLayout& layout, int rank, int tree, double intra_hop, double inter_hop,
+               std::vector<double>& height) {
   const int nodes = static_cast<int>(layout.hosts.size());
   // height(h): below host h's head, the deeper of its chain and its child hosts' subtrees.
-  std::vector<double> height(nodes, -1);
   std::function<double(int)> host_height = [&](int h) {
     if (height[h] >= 0) return height[h];
     const NodeLinks l = dtree_links(nodes, h, tree);
@@ -226,16 +229,27 @@ void double_tree_allreduce(Transport& transport, const BufferView& data, ReduceO
     size_t slice = 0;
     auto operator<=>(const Key&) const = default;
   };
-  // The key of `rank`'s item (down, p, j).
-  std::vector<std::vector<Reach>> reach_cache(2, std::vector<Reach>(ranks));
-  std::vector<std::vector<bool>> reach_known(2, std::vector<bool>(ranks, false));
+  // The key of `rank`'s item (down, p, j). Only this rank and its parent and children in each tree
+  // are asked about: their reaches are kept in a short list (a table over every rank would cost each
+  // rank O(ranks) memory and time per call, O(ranks^2) for the world).
+  struct KnownReach {
+    int tree;
+    int rank;
+    Reach reach;
+  };
+  std::vector<KnownReach> known;
+  std::vector<std::vector<double>> heights(2);  // per tree, reach_of's memo, filled at first use
   auto key_of = [&](int rank, bool down, int p, size_t j) {
     const int tree = p % 2;
-    if (!reach_known[tree][rank]) {
-      reach_cache[tree][rank] = reach_of(layout, rank, tree, intra_hop, inter_hop);
-      reach_known[tree][rank] = true;
+    auto it = std::find_if(known.begin(), known.end(),
+                           [&](const KnownReach& k) { return k.tree == tree && k.rank == rank; });
+    if (it == known.end()) {
+      std::vector<double>& height = heights[static_cast<size_t>(tree)];
+      if (height.empty()) height.assign(layout.hosts.size(), -1);
+      known.push_back({tree, rank, reach_of(layout, rank, tree, intra_hop, inter_hop, height)});
+      it = known.end() - 1;
     }
-    const Reach& r = reach_cache[tree][rank];
+    const Reach& r = it->reach;
     return Key{(down ? r.down : r.up) + static_cast<double>(j) * slice_time, down ? 1 : 0, p, j};
   };
 
@@ -250,28 +264,37 @@ void double_tree_allreduce(Transport& transport, const BufferView& data, ReduceO
   }
 
   // Every message to this rank, in the sender's key order per sender: up (p, j) from each child,
-  // down (p, j) from the parent. Its receive lands in its own slot of `incoming`.
+  // down (p, j) from the parent (the key's down, part and slice are the message's). Its receive lands
+  // in its own slot of `incoming`. Sized up front: a call at a few thousand ranks posts thousands of
+  // receives per rank, and every rank is inside it at once.
   struct Message {
     Key key;  // the sender's
     int from = 0;
-    bool down = false;
-    int part = 0;
-    size_t slice = 0;
     size_t slot = 0;  // offset in `incoming`
     RequestPtr request;
   };
+  // item_base[down x parts + p] + j: the index of item (down, p, j) among this rank's 2 x slices.
+  std::vector<size_t> item_base(2 * static_cast<size_t>(parts) + 1, 0);
+  size_t peer_slices = 0;
+  for (int d = 0; d < 2; ++d)
+    for (int p = 0; p < parts; ++p) {
+      const size_t at = static_cast<size_t>(d * parts + p);
+      item_base[at + 1] = item_base[at] + slices_of(p);
+      peer_slices += slices_of(p) * (d == 0 ? place[p].children.size() : place[p].parent >= 0);
+    }
+  const size_t n_items = item_base.back();
   std::vector<Message> messages;
+  messages.reserve(peer_slices);
   size_t slots = 0;
   for (int p = 0; p < parts; ++p)
     for (size_t j = 0; j < slices_of(p); ++j) {
       const size_t count = piece_of(p, j).count();
       for (int child : place[p].children) {
-        messages.push_back({key_of(child, false, p, j), child, false, p, j, slots, nullptr});
+        messages.push_back({key_of(child, false, p, j), child, slots, nullptr});
         slots += count;
       }
       if (place[p].parent >= 0) {
-        messages.push_back(
-            {key_of(place[p].parent, true, p, j), place[p].parent, true, p, j, slots, nullptr});
+        messages.push_back({key_of(place[p].parent, true, p, j), place[p].parent, slots, nullptr});
         slots += count;
       }
     }
@@ -279,19 +302,27 @@ void double_tree_allreduce(Transport& transport, const BufferView& data, ReduceO
     return a.from != b.from ? a.from < b.from : a.key < b.key;
   });
   const Buffer incoming = Buffer::like(data, data.dtype(), slots);
-  // of_item[down x parts + p][j]: the messages item (down, p, j) takes in.
-  std::vector<std::vector<std::vector<Message*>>> of_item(2 * static_cast<size_t>(parts));
-  for (int d = 0; d < 2; ++d)
-    for (int p = 0; p < parts; ++p)
-      of_item[static_cast<size_t>(d * parts + p)].resize(slices_of(p));
+  auto item_of = [&](const Key& k) {
+    return item_base[static_cast<size_t>(k.down * parts + k.part)] + k.slice;
+  };
+  // of_item[of_item_begin[i] .. of_item_begin[i + 1]): the messages item i takes in, in `messages`
+  // order.
+  std::vector<size_t> of_item_begin(n_items + 1, 0);
+  for (const Message& m : messages)
+    ++of_item_begin[item_of(m.key) + 1];
+  for (size_t i = 0; i < n_items; ++i)
+    of_item_begin[i + 1] += of_item_begin[i];
+  std::vector<Message*> of_item(messages.size());
+  std::vector<size_t> fill(of_item_begin.begin(), of_item_begin.end() - 1);
   for (Message& m : messages) {
-    m.request =
-        wire.irecv(incoming.view().slice(m.slot, piece_of(m.part, m.slice).count()), m.from, tag);
-    of_item[static_cast<size_t>((m.down ? 1 : 0) * parts + m.part)][m.slice].push_back(&m);
+    m.request = wire.irecv(incoming.view().slice(m.slot, piece_of(m.key.part, m.key.slice).count()),
+                           m.from, tag);
+    of_item[fill[item_of(m.key)]++] = &m;
   }
 
   // This rank's items in key order.
   std::vector<Key> items;
+  items.reserve(n_items);
   for (int p = 0; p < parts; ++p)
     for (size_t j = 0; j < slices_of(p); ++j) {
       items.push_back(key_of(me, false, p, j));
@@ -304,7 +335,9 @@ void double_tree_allreduce(Transport& transport, const BufferView& data, ReduceO
     // The slice comes down over what went up: that send first completes.
     if (item.down && !to_parent[p].empty())
       to_parent[p].front().wait_for(static_cast<int64_t>(item.slice) + 1);
-    for (Message* m : of_item[static_cast<size_t>(item.down * parts + p)][item.slice]) {
+    const size_t i = item_of(item);
+    for (size_t k = of_item_begin[i]; k < of_item_begin[i + 1]; ++k) {
+      Message* m = of_item[k];
       m->request->wait();
       const BufferView got = incoming.view().slice(m->slot, piece.count());
       if (item.down) {

@@ -105,27 +105,32 @@ enum class Layout : uint8_t {
                   // allgather)
 };
 
-// chunks[channel][k]: chunk k of `channel`'s part.
-std::vector<std::vector<BufferView>> ring_chunks(const BufferView& data, int ranks, int channels,
-                                                 Layout layout) {
-  std::vector<std::vector<BufferView>> chunks(static_cast<size_t>(channels));
-  if (layout == Layout::kChannelMajor) {
-    const Chunking parts(data, channels);
-    for (int channel = 0; channel < channels; ++channel) {
-      const Chunking of_part(parts.chunk(channel), ranks);
-      for (int k = 0; k < ranks; ++k)
-        chunks[static_cast<size_t>(channel)].push_back(of_part.chunk(k));
-    }
-  } else {
-    const Chunking blocks(data, ranks);
-    for (int k = 0; k < ranks; ++k) {
-      const Chunking of_block(blocks.chunk(k), channels);
+// chunk(channel, k): chunk k of `channel`'s part, worked out when asked for (a table of every chunk
+// would hold channels x P views per rank and call: O(P^2) for the world while every rank is inside
+// one collective).
+class RingChunks {
+ public:
+  RingChunks(const BufferView& data, int ranks, int channels, Layout layout)
+      : data_(data), ranks_(ranks), channels_(channels), layout_(layout) {
+    if (layout == Layout::kChannelMajor) {
+      const Chunking parts(data, channels);
       for (int channel = 0; channel < channels; ++channel)
-        chunks[static_cast<size_t>(channel)].push_back(of_block.chunk(channel));
+        parts_.push_back(parts.chunk(channel));
     }
   }
-  return chunks;
-}
+  BufferView chunk(int channel, int k) const {
+    if (layout_ == Layout::kChannelMajor)
+      return Chunking(parts_[static_cast<size_t>(channel)], ranks_).chunk(k);
+    return Chunking(Chunking(data_, ranks_).chunk(k), channels_).chunk(channel);
+  }
+
+ private:
+  BufferView data_;
+  int ranks_;
+  int channels_;
+  Layout layout_;
+  std::vector<BufferView> parts_;  // kChannelMajor: channel c's part of the buffer
+};
 
 // Runs `steps` of a ring over every channel. In step t every rank sends its send_chunk slice by slice
 // and receives the recv_chunk; from step 1 on, slice j of the send_chunk is the slice j the rank
@@ -142,10 +147,10 @@ void run_ring(Transport& transport, const BufferView& data, ReduceOp op, Tag tag
   const int left = mod(rank - 1, ranks);
   const int channels = options.channels;
   const size_t slice = options.slice_elements(size_of(data.dtype()));
-  const std::vector<std::vector<BufferView>> chunks = ring_chunks(data, ranks, channels, layout);
+  const RingChunks chunks(data, ranks, channels, layout);
   // The largest chunk: both layouts cut with chunk_range, whose first pieces are the larger, so it is
   // channel 0's chunk 0.
-  const size_t max_chunk = chunks.front().front().count();
+  const size_t max_chunk = chunks.chunk(0, 0).count();
   const Buffer incoming = Buffer::like(data, data.dtype(), 2 * max_chunk * channels);
   auto incoming_slice = [&](int channel, size_t t, size_t j, size_t count) {
     const size_t base = (static_cast<size_t>(channel) * 2 + t % 2) * max_chunk + j * slice;
@@ -158,9 +163,14 @@ void run_ring(Transport& transport, const BufferView& data, ReduceOp op, Tag tag
   auto receive_of = [&](int channel, size_t t, size_t j) -> RequestPtr& {
     return received[(static_cast<size_t>(channel) * 2 + t % 2) * max_slices + j];
   };
-  // sent[channel][chunk][j]: the window's number of the last send of slice j of that chunk, -1 none.
-  std::vector<std::vector<std::vector<int64_t>>> sent(
-      channels, std::vector<std::vector<int64_t>>(ranks, std::vector<int64_t>(max_slices, -1)));
+  // sent_of(channel, chunk, j): the window's number of the last send of slice j of that chunk, -1
+  // none; one flat table (not a vector per channel and chunk: ranks x channels allocations per call).
+  std::vector<int64_t> sent(static_cast<size_t>(channels) * static_cast<size_t>(ranks) * max_slices,
+                            -1);
+  auto sent_of = [&](int channel, int chunk, size_t j) -> int64_t& {
+    const size_t row = static_cast<size_t>(channel) * static_cast<size_t>(ranks);
+    return sent[(row + static_cast<size_t>(chunk)) * max_slices + j];
+  };
 
   // Waits for slice j of step t's receive and reduces it into the rank's chunk.
   auto consume = [&](int channel, size_t t, size_t j) {
@@ -170,7 +180,7 @@ void run_ring(Transport& transport, const BufferView& data, ReduceOp op, Tag tag
     r.reset();
     const RingStep& step = steps[t];
     if (!step.reduce) return;
-    const BufferView chunk = slice_of(chunks[channel][step.recv_chunk], slice, j);
+    const BufferView chunk = slice_of(chunks.chunk(channel, step.recv_chunk), slice, j);
     bagua::reduce(chunk, incoming_slice(channel, t, j, chunk.count()), op);
   };
 
@@ -179,17 +189,17 @@ void run_ring(Transport& transport, const BufferView& data, ReduceOp op, Tag tag
     const size_t slices = std::max(slice_count(max_chunk, slice), size_t{1});
     for (size_t j = 0; j < slices; ++j) {
       for (int channel = 0; channel < channels; ++channel) {
-        const BufferView recv_chunk = chunks[channel][step.recv_chunk];
+        const BufferView recv_chunk = chunks.chunk(channel, step.recv_chunk);
         if (j * slice < recv_chunk.count()) {
           const BufferView into = slice_of(recv_chunk, slice, j);
-          if (!step.reduce) windows[channel].wait_through(sent[channel][step.recv_chunk][j]);
+          if (!step.reduce) windows[channel].wait_through(sent_of(channel, step.recv_chunk, j));
           receive_of(channel, t, j) = transport.irecv(
               step.reduce ? incoming_slice(channel, t, j, into.count()) : into, left, tag);
         }
-        const BufferView send_chunk = chunks[channel][step.send_chunk];
+        const BufferView send_chunk = chunks.chunk(channel, step.send_chunk);
         if (j * slice < send_chunk.count()) {
           if (t > 0) consume(channel, t - 1, j);
-          sent[channel][step.send_chunk][j] =
+          sent_of(channel, step.send_chunk, j) =
               windows[channel].send(transport, slice_of(send_chunk, slice, j), right, tag);
         }
       }

@@ -261,6 +261,13 @@ TEST(ModelFactors, HostCeilingBoundsTheFlowsLeavingAndEnteringOneHost) {
   EXPECT_EQ(lone_transfer_time(spec, 0, 1, Bytes(kMB)), Time::ns(1'251'000));
   EXPECT_EQ(flows(spec, {{0, 1}, {1, 2}}),
             (std::vector<Time>{Time::ns(1'251'000), Time::ns(1'251'000)}));
+  // A ceiling equal to the NIC (1 GB/s): host 0's NIC up-link and egress ceiling carry the same two
+  // flows at the same level, a tie (the NIC link is left out of the solver: network.h,
+  // shadowed_by_ceiling): 5e8 B/s each, as without a ceiling; one flow 1000 + 1'000'000 ns.
+  spec.factors.host_bandwidth_ceiling = Bandwidth::gigabytes_per_second(1);
+  EXPECT_EQ(flows(spec, {{0, 1}, {0, 2}}),
+            (std::vector<Time>{Time::ns(2'001'000), Time::ns(2'001'000)}));
+  EXPECT_EQ(lone_transfer_time(spec, 0, 1, Bytes(kMB)), Time::ns(1'001'000));
 }
 
 TEST(ModelFactors, OverheadAndGapOnSmallMessages) {
