@@ -156,8 +156,8 @@ struct ScheduleConfig {
 
 struct OutputConfig {
   std::string dir;
-  bool trace = false;         // a Chrome trace-event timeline per point (trace.json)
-  TraceFilter trace_filter;   // output.trace_ranks, output.trace_iterations
+  bool trace = false;        // a Chrome trace-event timeline per point (trace.json)
+  TraceFilter trace_filter;  // output.trace_ranks, output.trace_iterations
 };
 
 // Settings of a real runtime's run that never change its results: left out of the resolved config and
@@ -229,5 +229,8 @@ uint64_t fnv1a64(std::string_view text);
 
 // The V100 device model used when a cluster gives none (sources in config.cc).
 netsim::DeviceSpec default_device();
+// The host CPU model used when a cluster gives none, for every host's CPU (cluster.cpu and
+// cluster.cpu_hosts): what a BytePS server's sums achieve (sources in config.cc).
+netsim::DeviceSpec default_cpu();
 
 }  // namespace bagua::experiments
