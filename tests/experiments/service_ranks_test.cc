@@ -147,6 +147,16 @@ TEST_F(ServiceRanksTest, BadCpuHostsAreRefusedNamingTheField) {
   EXPECT_NE(error_of(c).find("peak_flops"), std::string::npos) << error_of(c);
   c["cluster"].erase("cpu");
   EXPECT_EQ(error_of(c), "");
+  // A real runtime's CPUs are measured, not modelled: a sweep of their bandwidth is refused there.
+  for (const char* path : {"cluster.cpu.memory_bandwidth", "cluster.cpu_hosts.memory_bandwidth"}) {
+    Json swept = config("threads", 2, 1, "cpu_hosts", 2);
+    swept["sweep"] = Json{{"axes", {{path, {"10 GB/s", "20 GB/s"}}}}};
+    EXPECT_EQ(error_of(swept).rfind(std::string("sweep.axes.") + path +
+                                        ": a sweep of a simulated network value on runtime \"threads\"",
+                                    0),
+              0u)
+        << error_of(swept);
+  }
   c["cluster"]["cpu_hosts"] = Json{{"count", 2}};
   c["cluster"]["topology"] = Json{{"name", "leaf_spine"}, {"hosts_per_leaf", 1}};
   EXPECT_EQ(error_of(c),
