@@ -25,6 +25,19 @@ netsim::DeviceSpec default_device() {
   return d;
 }
 
+netsim::DeviceSpec default_cpu() {
+  netsim::DeviceSpec d;
+  // What a CPU's work costs here is the memory traffic of a summation server (BytePS's sums,
+  // core/algorithms/byteps.h); its arithmetic is not the bound (peak_flops 0: not modelled).
+  // BytePS's maintainers state that its server "already achieves 100Gbps summation throughput"
+  // (bytedance/byteps issue #230, 2020-03-27): 12.5 GB/s of pushed gradient summed. A sum,
+  // dst[i] = dst[i] + src[i] (CpuReducer::_sum, byteps/common/cpu_reducer.cc), reads two bytes and
+  // writes one per pushed byte, so 3 x 12.5 = 37.5 GB/s through memory, all of the server's engine
+  // threads together. An assumption: that figure for any host's CPU, the colocated servers' included.
+  d.memory_bandwidth = Bandwidth::gigabytes_per_second(37.5);
+  return d;
+}
+
 uint64_t fnv1a64(std::string_view text) {
   uint64_t h = 14695981039346656037ull;  // FNV-1a 64-bit offset basis
   for (unsigned char c : text) {
@@ -285,9 +298,8 @@ void check_memory(const PointConfig& p, double limit) {
 // ---- cluster ----------------------------------------------------------------------------------------
 
 const std::vector<std::string> kClusterKeys = {
-    "extends",  "hosts",  "devices_per_host", "intra_host", "nic",
-    "topology", "device", "factors",          "transport",  "cpu_hosts",
-    "collective_granularity"};
+    "extends", "hosts", "devices_per_host", "intra_host", "nic",       "topology",
+    "device",  "cpu",   "factors",          "transport",  "cpu_hosts", "collective_granularity"};
 
 // Replaces "extends" by the extended file's content (itself resolved), the keys given here overriding.
 Json resolve_extends(const Json& cluster, const FileLocator& files, int depth, std::string& chain) {
@@ -372,8 +384,23 @@ netsim::ClusterSpec parse_cluster(const Json& raw, bool simulated,
   // service rank on each (netsim::CpuHostsSpec, core/services.h). Their NIC defaults to the worker
   // hosts' NIC, field by field, so that a sweep of cluster.nic moves both (BytePS's OSDI 2020 setup
   // gives the CPU machines the GPU machines' network). Written to the resolved config only when given.
+  // "cpu": {"memory_bandwidth": ...}: each worker host's CPU (netsim::ClusterSpec::cpu), where BytePS's
+  // colocated servers sum; default_cpu() when not given. Written to the resolved config only when
+  // given, so that the configs without it resolve (and hash) as before.
+  spec.cpu = default_cpu();
+  if (const Json* c = r.find("cpu")) {
+    ObjectReader cr(*c, "cluster.cpu", {"memory_bandwidth"});
+    if (cr.has("memory_bandwidth")) spec.cpu.memory_bandwidth = cr.get_bandwidth("memory_bandwidth");
+    net["cpu"] = Json{{"memory_bandwidth", format_bandwidth(spec.cpu.memory_bandwidth)}};
+  }
+  // "cpu_hosts": {"count": K, "nic": {...}, "memory_bandwidth": ...}: K hosts without accelerators on
+  // the workers' network, one service rank on each (netsim::CpuHostsSpec, core/services.h). Their NIC
+  // defaults to the worker hosts' NIC, field by field, so that a sweep of cluster.nic moves both
+  // (BytePS's OSDI 2020 setup gives the CPU machines the GPU machines' network); their CPU's
+  // memory_bandwidth (what the servers' sums achieve) to the worker hosts' cluster.cpu. Written to the
+  // resolved config only when given.
   if (const Json* ch = r.find("cpu_hosts")) {
-    ObjectReader cr(*ch, "cluster.cpu_hosts", {"count", "nic"});
+    ObjectReader cr(*ch, "cluster.cpu_hosts", {"count", "nic", "memory_bandwidth"});
     spec.cpu_hosts.count = static_cast<int>(cr.get_int("count", std::nullopt, 1, int64_t{1} << 24));
     spec.cpu_hosts.nic = spec.nic;
     if (const Json* n = cr.find("nic")) {
@@ -381,8 +408,14 @@ netsim::ClusterSpec parse_cluster(const Json& raw, bool simulated,
       if (nr.has("bandwidth")) spec.cpu_hosts.nic.bandwidth = nr.get_bandwidth("bandwidth");
       if (nr.has("latency")) spec.cpu_hosts.nic.latency = nr.get_time("latency");
     }
+    spec.cpu_hosts.cpu = spec.cpu;
+    if (cr.has("memory_bandwidth"))
+      spec.cpu_hosts.cpu.memory_bandwidth = cr.get_bandwidth("memory_bandwidth");
     canonical["cpu_hosts"] = Json{{"count", spec.cpu_hosts.count}};
-    net["cpu_hosts"] = Json{{"count", spec.cpu_hosts.count}, {"nic", link_json(spec.cpu_hosts.nic)}};
+    net["cpu_hosts"] =
+        Json{{"count", spec.cpu_hosts.count},
+             {"nic", link_json(spec.cpu_hosts.nic)},
+             {"memory_bandwidth", format_bandwidth(spec.cpu_hosts.cpu.memory_bandwidth)}};
   }
 
   spec.device = default_device();
@@ -694,12 +727,10 @@ PointConfig parse_point(const Json& raw, const FileLocator& files, const Compone
     if (const Json* its = r.find("trace_iterations")) {
       const std::string path = r.path_of("trace_iterations");
       if (!p.output.trace) throw ConfigError(path + ": needs \"trace\": true");
-      const std::optional<int64_t> first = its->is_array() && its->size() == 2
-                                               ? json_integer((*its)[0])
-                                               : std::nullopt;
-      const std::optional<int64_t> last = its->is_array() && its->size() == 2
-                                              ? json_integer((*its)[1])
-                                              : std::nullopt;
+      const std::optional<int64_t> first =
+          its->is_array() && its->size() == 2 ? json_integer((*its)[0]) : std::nullopt;
+      const std::optional<int64_t> last =
+          its->is_array() && its->size() == 2 ? json_integer((*its)[1]) : std::nullopt;
       if (!first || !last) throw_type_error(path, "[first, last] (iterations, from 0)", *its);
       if (*first < 0 || *last < *first || *last >= p.schedule.iterations) {
         throw ConfigError(path + ": must be [first, last] with 0 <= first <= last < " +

@@ -40,6 +40,9 @@
 //                  parameters, else to an object with the defaults filled in
 //     device       {"peak_flops", "memory_bandwidth"}: the device model of Clock::compute; default an
 //                  NVIDIA V100 SXM2 (see config.cc)
+//     cpu          {"memory_bandwidth"}: each worker host's CPU, for Work on Processor::kHostCpu (a
+//                  colocated BytePS server's sums); default_cpu() (see config.cc). A CPU host's CPU is
+//                  cpu_hosts.memory_bandwidth, default this one. Written out only when given
 //     factors      the network model's factors (netsim/simulation.h ModelFactors), each off by
 //                  default (the uncalibrated model is exactly the alpha-beta closed form):
 //                  "bandwidth_efficiency" in (0, 1] (default 1), "latency_factor" > 0 (default 1),
@@ -66,7 +69,7 @@
 //                  flow; true: FIFO transfer per connection, the messages from one world rank to
 //                  another move their bytes one after another, as one TCP stream or RDMA queue pair)};
 //                  the defaults are Open MPI 4.1's and NCCL's (netsim/model_factors.cc)
-//     intra_host, nic, topology, device, factors and transport matter only to the simulator; for
+//     intra_host, nic, topology, device, cpu, factors and transport matter only to the simulator; for
 //     other runtimes they are checked and left out of the resolved config.
 //   workload*      {"name"*, "batch_size" (per rank, default 32), ...the workload's parameters}
 //                  e.g. {"name": "profile", "file": "configs/workloads/vgg16.json", "batch_size": 32}
@@ -156,8 +159,8 @@ struct ScheduleConfig {
 
 struct OutputConfig {
   std::string dir;
-  bool trace = false;         // a Chrome trace-event timeline per point (trace.json)
-  TraceFilter trace_filter;   // output.trace_ranks, output.trace_iterations
+  bool trace = false;        // a Chrome trace-event timeline per point (trace.json)
+  TraceFilter trace_filter;  // output.trace_ranks, output.trace_iterations
 };
 
 // Settings of a real runtime's run that never change its results: left out of the resolved config and
@@ -229,5 +232,8 @@ uint64_t fnv1a64(std::string_view text);
 
 // The V100 device model used when a cluster gives none (sources in config.cc).
 netsim::DeviceSpec default_device();
+// The host CPU model used when a cluster gives none, for every host's CPU (cluster.cpu and
+// cluster.cpu_hosts): what a BytePS server's sums achieve (sources in config.cc).
+netsim::DeviceSpec default_cpu();
 
 }  // namespace bagua::experiments

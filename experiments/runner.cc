@@ -266,10 +266,11 @@ PointOutput run_point(const PointConfig& point, const Components& c, Backends& b
 namespace {
 
 // A cluster path that only the simulator models (experiments/config.h: "intra_host, nic, topology,
-// device, factors and transport matter only to the simulator"): a real runtime measures the real
-// network instead.
+// device, cpu, factors and transport matter only to the simulator", and the CPU hosts' CPU): a real
+// runtime measures the real network and CPUs instead.
 bool simulator_only(const std::string& path) {
-  for (const char* k : {"intra_host", "nic", "topology", "device", "factors", "transport"}) {
+  for (const char* k : {"intra_host", "nic", "topology", "device", "cpu", "factors", "transport",
+                        "cpu_hosts.memory_bandwidth"}) {
     const std::string prefix = std::string("cluster.") + k;
     if (path == prefix || path.rfind(prefix + ".", 0) == 0) return true;
   }

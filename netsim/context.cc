@@ -150,7 +150,12 @@ Time SimClock::now() const {
 Time SimClock::compute(const Work& work) {
   Fibers::Fiber& f = world_.fibers.current();
   BAGUA_CHECK_EQ(f.rank, rank_, "rank whose clock computes");
-  const Time d = duration_of(work, world_.spec.device);
+  // A worker's work runs on its device or its host's CPU; a service rank's on its CPU host's CPU.
+  const ClusterSpec& spec = world_.spec;
+  const DeviceSpec& processor = rank_ >= spec.world_size()             ? spec.cpu_hosts.cpu
+                                : work.processor == Processor::kDevice ? spec.device
+                                                                       : spec.cpu;
+  const Time d = duration_of(work, processor);
   world_.totals[static_cast<size_t>(rank_)].compute += d;
   const Time begin = world_.engine.now();
   if (d > Time::zero()) world_.fibers.sleep(d);

@@ -2,7 +2,9 @@
 //
 // Clock::compute(work) blocks the calling fiber (the rank's main fiber or one of its streams) for
 //   work.duration + max(flops / device.peak_flops, memory / device.memory_bandwidth)
-// where a zero peak_flops or memory_bandwidth makes its term 0 (that resource is not modelled), each
+// where `device` is the cluster's device (a worker's Processor::kDevice work), its cpu (a worker's
+// Processor::kHostCpu work) or its CPU hosts' cpu (any work of a service rank); a zero peak_flops or
+// memory_bandwidth makes its term 0 (that resource is not modelled), each
 // term rounded up to whole nanoseconds. Streams of one rank compute independently, as concurrent
 // kernels on one GPU would if they did not contend: the device is not shared between a rank's streams.
 // Clock::sleep(d) blocks without charging compute.

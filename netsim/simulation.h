@@ -32,7 +32,7 @@ struct LinkSpec {
 // A device (GPU) model for Clock::compute: duration + max(flops / peak_flops, memory /
 // memory_bandwidth). Each term is rounded up to whole nanoseconds; a zero peak_flops or
 // memory_bandwidth leaves its term out (that resource is not modelled). A rank's streams compute
-// concurrently, without contending.
+// concurrently, without contending. A host's CPU (Processor::kHostCpu) has a model of the same form.
 struct DeviceSpec {
   double peak_flops = 0;       // FLOP/s
   Bandwidth memory_bandwidth;  // device memory
@@ -140,9 +140,11 @@ struct TransportModel {
 // NIC link cpu<c>.nic (bandwidth and latency `nic`), and the rank's own link into it cpu<c>.dev0 (the
 // cluster's intra_host link: the server process's path through host memory, never the bottleneck in
 // the presets). A topology places them where it can (netsim/topology.h: place_cpu_hosts); count 0: none.
+// `cpu`: the CPU host's processor for its rank's Clock::compute (whatever Work::processor says).
 struct CpuHostsSpec {
   int count = 0;
   LinkSpec nic;
+  DeviceSpec cpu;
 };
 
 struct ClusterSpec {
@@ -152,13 +154,17 @@ struct ClusterSpec {
   LinkSpec nic;         // a NIC <-> its switch: one full-duplex link per host (per device: rails)
   TopologySpec topology;
   DeviceSpec device;
+  // Each worker host's CPU, for the Work a worker charges on Processor::kHostCpu (BytePS's colocated
+  // server summing on the GPU machine's CPU). Not modelled (zero) unless set.
+  DeviceSpec cpu;
   ModelFactors factors;
   TransportModel transport;
   CpuHostsSpec cpu_hosts;
   // How NCCL's collectives (core/collectives/nccl.h) are carried: slice by slice (the default, what
   // NCCL moves) or at flow granularity (core/collectives/nccl_flow.h: a few transfers per call and a
   // closed-form pipeline term, for thousands of ranks; meta buffers only).
-  collectives::CollectiveGranularity collective_granularity = collectives::CollectiveGranularity::kSlice;
+  collectives::CollectiveGranularity collective_granularity =
+      collectives::CollectiveGranularity::kSlice;
 
   // The workers: hosts x devices_per_host ranks, world ranks 0 .. world_size() - 1.
   int world_size() const { return hosts * devices_per_host; }
@@ -172,8 +178,9 @@ struct ClusterSpec {
 // "cluster.nic.bandwidth must be > 0, got 0". Fields: hosts, devices_per_host, intra_host.bandwidth,
 // intra_host.latency, nic.bandwidth, nic.latency, topology.<parameter> (the topology's own checks,
 // e.g. "cluster.topology.k must be even, got 3"), device.peak_flops, device.memory_bandwidth,
-// factors.bandwidth_efficiency, factors.latency_factor, factors.flow_window_cap, cpu_hosts.count (>= 0),
-// cpu_hosts.nic.bandwidth, cpu_hosts.nic.latency (when count > 0). Link bandwidths must
+// cpu.peak_flops, cpu.memory_bandwidth, factors.bandwidth_efficiency, factors.latency_factor,
+// factors.flow_window_cap, cpu_hosts.count (>= 0), cpu_hosts.nic.bandwidth, cpu_hosts.nic.latency,
+// cpu_hosts.cpu.peak_flops, cpu_hosts.cpu.memory_bandwidth (when count > 0). Link bandwidths must
 // be finite and > 0; latencies >= 0; a zero peak_flops or memory_bandwidth leaves that term out of
 // compute times.
 void validate(const ClusterSpec& spec, const std::string& prefix = "");
@@ -203,8 +210,8 @@ Time lone_transfer_time(const ClusterSpec& spec, const Topology& topology, int s
                         Bytes bytes);
 
 struct SimOptions {
-  bool trace = false;          // record a Chrome trace-event timeline
-  TraceFilter trace_filter;    // which ranks and iterations it keeps (core/trace.h)
+  bool trace = false;        // record a Chrome trace-event timeline
+  TraceFilter trace_filter;  // which ranks and iterations it keeps (core/trace.h)
 };
 
 // Per-rank and per-link totals over the whole run (the simulated time); the types of core's RunReport.

@@ -74,9 +74,14 @@ void validate_except_topology(const ClusterSpec& spec, const std::string& prefix
              std::to_string(spec.cpu_hosts.count));
     v.link_bandwidth("cpu_hosts.nic.bandwidth", spec.cpu_hosts.nic.bandwidth);
     v.latency("cpu_hosts.nic.latency", spec.cpu_hosts.nic.latency);
+    v.non_negative_finite("cpu_hosts.cpu.peak_flops", spec.cpu_hosts.cpu.peak_flops);
+    v.non_negative_finite("cpu_hosts.cpu.memory_bandwidth",
+                          spec.cpu_hosts.cpu.memory_bandwidth.bytes_per_second());
   }
   v.non_negative_finite("device.peak_flops", spec.device.peak_flops);
   v.non_negative_finite("device.memory_bandwidth", spec.device.memory_bandwidth.bytes_per_second());
+  v.non_negative_finite("cpu.peak_flops", spec.cpu.peak_flops);
+  v.non_negative_finite("cpu.memory_bandwidth", spec.cpu.memory_bandwidth.bytes_per_second());
   const double eff = spec.factors.bandwidth_efficiency;
   if (!(eff > 0 && eff <= 1))
     v.fail("factors.bandwidth_efficiency", "be in (0, 1]", Validator::str(eff));

@@ -38,6 +38,16 @@ std::vector<BytepsPartition> byteps_partitions(int declared_key, size_t count,
   return parts;
 }
 
+Work byteps_server_work(Bytes bytes, bool first) {
+  // COPY_FIRST (CpuReducer::copy, out[i] = in[i]): one read and one write per byte. SUM_RECV
+  // (CpuReducer::_sum, dst[i] = dst[i] + src[i]): two reads and one write per byte.
+  Work w;
+  w.memory = first ? bytes * 2 : bytes * 3;
+  w.label = first ? "byteps server copy" : "byteps server sum";
+  w.processor = Processor::kHostCpu;
+  return w;
+}
+
 ParamSchema Byteps::schema() {
   ParamSchema s;
   // BytePSGlobal::_partition_bytes = 4096000 (byteps/common/global.cc), BYTEPS_PARTITION_BYTES.
@@ -86,6 +96,7 @@ void Byteps::init(TrainState& s) {
     BAGUA_CHECK_EQ(b.layers.size(), size_t{1}, "byteps: one tensor per bucket");
     partitions_.push_back(byteps_partitions(b.layers.front(), b.count, bound, servers));
   }
+  engine_ = s.ctx.make_stream("byteps server engine");
   reduce_ = s.ctx.make_stream("byteps reduce");
   broadcast_ = s.ctx.make_stream("byteps broadcast");
   push_pull_.clear();
@@ -143,21 +154,26 @@ void Byteps::push_pull(TrainState& s, const Bucket& b) {
   const Tag pull_tag = tags::bucket(tags::kPull, b.index);
   const std::vector<BytepsPartition>& parts = partitions_[static_cast<size_t>(b.index)];
 
-  // Server side: receive every other host's copy of the partitions this host serves.
+  // Server side: receive every other host's copy of the partitions this host serves; this host's own
+  // copy is handed over at once, and the server's engine copies it into its store.
   struct Served {
     BufferView sum;
-    std::vector<Buffer> copies;  // by host; empty for this host
+    std::vector<Buffer> copies;      // by host; empty for this host
+    std::vector<RequestPtr> pushed;  // by host; null for this host
+    EventPtr summed;                 // the engine's last task for this partition
   };
   std::vector<Served> served;
-  std::vector<RequestPtr> pushed_in;
   for (const BytepsPartition& p : parts) {
     if (p.server != host) continue;
-    Served sv{grads.slice(p.offset, p.count), std::vector<Buffer>(static_cast<size_t>(hosts))};
+    Served sv{grads.slice(p.offset, p.count), std::vector<Buffer>(static_cast<size_t>(hosts)),
+              std::vector<RequestPtr>(static_cast<size_t>(hosts)), nullptr};
     for (int g = 0; g < hosts; ++g) {
       if (g == host) continue;
       sv.copies[static_cast<size_t>(g)] = Buffer::like(grads, DType::kF32, p.count);
-      pushed_in.push_back(leaders.irecv(sv.copies[static_cast<size_t>(g)], g, push_tag));
+      sv.pushed[static_cast<size_t>(g)] = leaders.irecv(sv.copies[static_cast<size_t>(g)], g, push_tag);
     }
+    sv.summed = engine_->submit(
+        [&s, bytes = sv.sum.bytes()] { s.ctx.clock().compute(byteps_server_work(bytes, true)); });
     served.push_back(std::move(sv));
   }
 
@@ -174,12 +190,20 @@ void Byteps::push_pull(TrainState& s, const Bucket& b) {
     if (p.server != host)
       pulls.push_back(leaders.irecv(grads.slice(p.offset, p.count), p.server, pull_tag));
 
-  // sum: this host's copy plus the others', in host order; then answer every other host's pull.
-  wait_all(pushed_in);
+  // sum: each other host's copy into this host's, on the server's engine as it is in (taken in host
+  // order); then answer every other host's pull.
   std::vector<RequestPtr> answers;
   for (Served& sv : served) {
-    for (int g = 0; g < hosts; ++g)
-      if (g != host) reduce(sv.sum, sv.copies[static_cast<size_t>(g)], ReduceOp::kSum);
+    for (int g = 0; g < hosts; ++g) {
+      if (g == host) continue;
+      sv.pushed[static_cast<size_t>(g)]->wait();
+      sv.summed =
+          engine_->submit([&s, sum = sv.sum, copy = BufferView(sv.copies[static_cast<size_t>(g)])] {
+            s.ctx.clock().compute(byteps_server_work(sum.bytes(), false));
+            reduce(sum, copy, ReduceOp::kSum);
+          });
+    }
+    sv.summed->wait();
     for (int g = 0; g < hosts; ++g)
       if (g != host) answers.push_back(leaders.isend(sv.sum, g, pull_tag));
   }
@@ -231,7 +255,9 @@ void Byteps::serve(ServiceState& s) {
     mine.push_back(std::move(here));
   }
   // Tensor t on stream t mod streams, as the workers push them: one tensor's copies from one root
-  // arrive in partition order, and its receives are posted in that order by one task.
+  // arrive in partition order, and its receives are posted in that order by one task. The copies and
+  // sums run on the server's engine, one after another (see byteps.h).
+  std::unique_ptr<Stream> engine = s.ctx.make_stream("byteps server engine");
   std::vector<std::unique_ptr<Stream>> streams;
   const size_t count = std::min(s.buckets.size(), kPushPullStreams);
   for (size_t i = 0; i < count; ++i)
@@ -254,13 +280,20 @@ void Byteps::serve(ServiceState& s) {
             pushed[i].push_back(job.irecv(copies[i][g], roots[g], push_tag));
           }
         }
-        // sum: each partition once every host's copy is in, in host order; then answer the pulls.
+        // sum: each host's copy on the engine as it is in (taken in host order): the first copied
+        // into the store (received in place here), the others summed into it; then answer the pulls.
         std::vector<RequestPtr> answers;
         for (size_t i = 0; i < mine[t].size(); ++i) {
-          wait_all(pushed[i]);
           const BufferView sum = copies[i][0];
-          for (size_t g = 1; g < hosts; ++g)
-            reduce(sum, copies[i][g], ReduceOp::kSum);
+          EventPtr summed;
+          for (size_t g = 0; g < hosts; ++g) {
+            pushed[i][g]->wait();
+            summed = engine->submit([&s, sum, copy = BufferView(copies[i][g]), g] {
+              s.ctx.clock().compute(byteps_server_work(sum.bytes(), g == 0));
+              if (g > 0) reduce(sum, copy, ReduceOp::kSum);
+            });
+          }
+          summed->wait();
           for (size_t g = 0; g < hosts; ++g)
             answers.push_back(job.isend(sum, roots[g], pull_tag));
         }
@@ -270,6 +303,7 @@ void Byteps::serve(ServiceState& s) {
     // The workers' next iteration pushes only after they pulled this one's sums.
     for (const std::unique_ptr<Stream>& stream : streams)
       stream->synchronize();
+    engine->synchronize();
   }
 }
 
@@ -277,6 +311,7 @@ void Byteps::after_backward(TrainState& s) {
   reduce_->synchronize();
   for (const std::unique_ptr<Stream>& stream : push_pull_)
     stream->synchronize();
+  engine_->synchronize();
   broadcast_->synchronize();
 }
 

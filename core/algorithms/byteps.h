@@ -25,7 +25,9 @@
 //               push       the local root sends each partition to its server; colocated, a partition
 //                          whose server is on its own host is handed over locally; on CPU hosts every
 //                          partition leaves over the worker host's NIC for the server host's NIC
-//               sum        each server adds the hosts' copies of its partitions, in host order
+//               sum        each server's engine copies the first host's copy of a partition into its
+//                          store and adds each other host's into it, each as it is in (taken in host
+//                          order), on the server host's CPU (see "the servers' CPU time" below)
 //               pull       every local root receives each partition's sum from its server
 //               broadcast  intra-host broadcast of the tensor from the local root (NCCL's pipelined
 //                          broadcast), then divided by the world size (byteps.torch averages)
@@ -39,13 +41,30 @@
 // simulator gives what the flows really do (partitions unequal across servers by the hash, the pulls
 // waiting for the last host's push of each partition).
 //
+// The servers' CPU time. BytePS's server (byteps/server/server.cc) hands each pushed copy of a partition
+// to an engine thread as it arrives: the first of a round is copied into the key's store (COPY_FIRST,
+// CpuReducer::copy: a read and a write per byte), each later one summed into it (SUM_RECV,
+// CpuReducer::_sum, dst[i] = dst[i] + src[i] under `omp parallel for simd`: two reads and a write per
+// byte); only once all of a round's copies are in (ALL_RECV, queued behind the sums) are the pulls
+// answered, from the store. So h copies of a partition of B bytes cost (3 h - 1) B of memory traffic
+// on the server's CPU, charged here by Clock::compute (Work::processor kHostCpu) at that CPU's memory
+// bandwidth (cluster.cpu_hosts.memory_bandwidth on CPU hosts; colocated, the server sums on the GPU
+// machine's CPU, cluster.cpu.memory_bandwidth), whose default is the maintainers' figure of 100 Gbps
+// of summation (experiments/config.cc, default_cpu). The server runs BYTEPS_SERVER_ENGINE_THREAD = 4
+// engine threads (server.cc) of BYTEPS_OMP_THREAD_PER_GPU = 4 OpenMP threads each (cpu_reducer.cc),
+// each key bound to one of them (GetThreadID, server.h), all sharing the host's memory: modelled as one
+// engine that runs the server's copies and sums one after another at the whole bandwidth (the figure
+// is the server's, all threads together), in the order the copies are taken in. On a real runtime the
+// sums are real arithmetic and the charge is nothing.
+//
 // A job on one host has no servers (global.cc: a distributed job needs more than one worker): only the
 // intra-host reduce and broadcast run.
 //
-// What is not modelled: the copies between GPU and host memory around push and pull, the servers' CPU
-// time for the sum (neither the OSDI 2020 paper nor BytePS's code gives a figure to charge: the paper's
-// Summation Service runs only the sum on the CPU, with AVX, so that it keeps up with the network),
-// and BytePS's optional priority scheduling (off by default, as said). The servers on CPU hosts run
+// What is not modelled: the copies between GPU and host memory around push and pull; the server's
+// engine threads apart (one engine at the server's whole rate stands for the four: exact while all
+// four are busy, too fast for a partition summed alone, whose one thread's rate no source gives);
+// the CPU time of the network stack (ps-lite's receive and send); and BytePS's optional priority
+// scheduling (off by default, as said). The servers on CPU hosts run
 // only on the sim and threads runtimes (an MPI job's processes are all workers). The hybrid placement
 // of the paper's Sec. 4.1 (part of the load on GPU machines' spare CPUs beside the CPU machines) is not
 // offered: BytePS's code hashes every partition to the DMLC_NUM_SERVER servers it is given.
@@ -79,6 +98,10 @@ size_t byteps_partition_elements(int64_t partition_bytes, int local_size);
 std::vector<BytepsPartition> byteps_partitions(int declared_key, size_t count,
                                                size_t partition_elements, int servers);
 
+// The server's work on one pushed copy of a partition of `bytes`, on its host's CPU: the first copy of
+// a round copied into the store (`first`), any other summed into it (see above).
+Work byteps_server_work(Bytes bytes, bool first);
+
 enum class BytepsServers : uint8_t { kColocated, kCpuHosts };
 
 class Byteps final : public Algorithm {
@@ -110,6 +133,7 @@ class Byteps final : public Algorithm {
   collectives::IntraHostOptions intra_host_;  // `intra_host`
   std::unique_ptr<collectives::HierarchicalGroups> groups_;
   std::vector<std::vector<BytepsPartition>> partitions_;  // per tensor (bucket index)
+  std::unique_ptr<Stream> engine_;  // colocated: this host's server's engine (see above)
   std::unique_ptr<Stream> reduce_;
   std::unique_ptr<Stream> broadcast_;
   std::vector<std::unique_ptr<Stream>> push_pull_;

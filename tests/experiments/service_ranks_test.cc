@@ -130,6 +130,33 @@ TEST_F(ServiceRanksTest, BadCpuHostsAreRefusedNamingTheField) {
   EXPECT_EQ(error_of(c).rfind("cluster.cpu_hosts.nic.bandwidth: ", 0), 0u) << error_of(c);
   c["cluster"]["cpu_hosts"] = Json{{"count", 2}, {"disks", 1}};
   EXPECT_NE(error_of(c).find("cluster.cpu_hosts"), std::string::npos) << error_of(c);
+  // The CPUs' memory bandwidth (what the servers' sums achieve): a rate, on the CPU hosts or on every
+  // worker host (cluster.cpu), each error one line naming its path.
+  for (const char* bad : {"0 GB/s", "-1 GB/s", "fast", "1e-6 bps"}) {
+    c["cluster"]["cpu_hosts"] = Json{{"count", 2}, {"memory_bandwidth", bad}};
+    EXPECT_EQ(error_of(c).rfind("cluster.cpu_hosts.memory_bandwidth: ", 0), 0u) << error_of(c);
+    EXPECT_EQ(error_of(c).find('\n'), std::string::npos) << error_of(c);
+    c["cluster"]["cpu_hosts"] = Json{{"count", 2}};
+    c["cluster"]["cpu"] = Json{{"memory_bandwidth", bad}};
+    EXPECT_EQ(error_of(c).rfind("cluster.cpu.memory_bandwidth: ", 0), 0u) << error_of(c);
+    EXPECT_EQ(error_of(c).find('\n'), std::string::npos) << error_of(c);
+    c["cluster"].erase("cpu");
+  }
+  c["cluster"]["cpu"] = Json{{"peak_flops", "1 TFLOP/s"}};
+  EXPECT_EQ(error_of(c).rfind("cluster.cpu", 0), 0u) << error_of(c);
+  EXPECT_NE(error_of(c).find("peak_flops"), std::string::npos) << error_of(c);
+  c["cluster"].erase("cpu");
+  EXPECT_EQ(error_of(c), "");
+  // A real runtime's CPUs are measured, not modelled: a sweep of their bandwidth is refused there.
+  for (const char* path : {"cluster.cpu.memory_bandwidth", "cluster.cpu_hosts.memory_bandwidth"}) {
+    Json swept = config("threads", 2, 1, "cpu_hosts", 2);
+    swept["sweep"] = Json{{"axes", {{path, {"10 GB/s", "20 GB/s"}}}}};
+    EXPECT_EQ(error_of(swept).rfind(std::string("sweep.axes.") + path +
+                                        ": a sweep of a simulated network value on runtime \"threads\"",
+                                    0),
+              0u)
+        << error_of(swept);
+  }
   c["cluster"]["cpu_hosts"] = Json{{"count", 2}};
   c["cluster"]["topology"] = Json{{"name", "leaf_spine"}, {"hosts_per_leaf", 1}};
   EXPECT_EQ(error_of(c),
@@ -159,6 +186,18 @@ TEST_F(ServiceRanksTest, WithoutCpuHostsTheResolvedConfigIsAsBefore) {
   const Json with = point(config("sim", 2, 1, "cpu_hosts", 3)).resolved["cluster"]["cpu_hosts"];
   EXPECT_EQ(with["count"], 3);
   EXPECT_EQ(with["nic"]["latency"], "5 us");
+  // Their CPU: default_cpu()'s memory bandwidth, or the worker hosts' cluster.cpu when given, or
+  // their own; cluster.cpu is written only when given.
+  EXPECT_EQ(with["memory_bandwidth"], "300 Gbps");
+  EXPECT_FALSE(point(config("sim", 2, 1, "cpu_hosts", 3)).resolved["cluster"].contains("cpu"));
+  Json c = config("sim", 2, 1, "cpu_hosts", 3);
+  c["cluster"]["cpu"] = Json{{"memory_bandwidth", "20 GB/s"}};
+  EXPECT_EQ(point(c).resolved["cluster"]["cpu"]["memory_bandwidth"], "160 Gbps");
+  EXPECT_EQ(point(c).resolved["cluster"]["cpu_hosts"]["memory_bandwidth"], "160 Gbps");
+  EXPECT_EQ(point(c).cluster.cpu_hosts.cpu.memory_bandwidth, Bandwidth::gigabytes_per_second(20));
+  c["cluster"]["cpu_hosts"]["memory_bandwidth"] = "40 GB/s";
+  EXPECT_EQ(point(c).cluster.cpu_hosts.cpu.memory_bandwidth, Bandwidth::gigabytes_per_second(40));
+  EXPECT_EQ(point(c).cluster.cpu.memory_bandwidth, Bandwidth::gigabytes_per_second(20));
 }
 
 }  // namespace

@@ -474,7 +474,8 @@ TEST(Byteps, LocalRootsAloneTalkToServersAfterAnIntraHostReduce) {
 //   push  each root sends both partitions at once: its device link and NIC up carry 2 flows, each CPU
 //         host's NIC down and device link down carry 2 (one from each root): every flow gets 0.5 GB/s,
 //         12 us + 4'000'000 B / 0.5 B per ns = 8'012 us, all in at 8'312 us
-//   sum   on the server, not charged (byteps.h: no figure to cite)
+//   sum   on the server, not charged here (the CPUs' memory bandwidth left 0: not modelled; the case
+//         below charges it)
 //   pull  each server sends its sum to both roots, 2 flows per link again: 8'012 us, back at 16'324 us
 // The SGD step costs 1 ns (the huge memory bandwidth, as in the DDP case above): 16.324 ms + 1 ns per
 // iteration, every iteration alike. Colocated, for comparison: each host pushes the one partition its
@@ -492,7 +493,7 @@ TEST(Byteps, ServersOnCpuHostsIterationIsWorkedOutByHand) {
   Registries reg;
   for (const std::string servers : {"cpu_hosts", "colocated"}) {
     spec.cpu_hosts =
-        servers == "cpu_hosts" ? netsim::CpuHostsSpec{2, spec.nic} : netsim::CpuHostsSpec{};
+        servers == "cpu_hosts" ? netsim::CpuHostsSpec{2, spec.nic, {}} : netsim::CpuHostsSpec{};
     std::vector<TrainResult> results(2);
     int served = 0;
     std::mutex mu;
@@ -528,6 +529,87 @@ TEST(Byteps, ServersOnCpuHostsIterationIsWorkedOutByHand) {
             << servers << " rank " << r.rank << " it " << it.iteration;
     }
   }
+}
+
+// The servers' sums charged at the CPU's memory bandwidth, worked out by hand. Two worker hosts of one
+// GPU and one CPU host on a star, every link 1 GB/s (1 byte per ns), a device link 1 us, a NIC link
+// 5 us: 12 us between two hosts. One layer of 1'000'000 floats (B = 4'000'000 bytes), forward 100 us,
+// backward 200 us, partition_bytes 4'000'000: one partition (key 0), ready at 300 us. Every CPU sums
+// at 10 GB/s (10 bytes per ns). h = 2 copies: the first copied into the store, 2 B = 8'000'000 bytes
+// through memory, 800 us; the second summed into it, 3 B = 12'000'000 bytes, 1'200 us.
+//   push  both roots at once into the CPU host: its NIC down and device link down carry 2 flows,
+//         0.5 GB/s each: 12 + 8'000 us, both in at 8'312 us
+//   sum   copy 8'312 .. 9'112 us, sum 9'112 .. 10'312 us: (3 h - 1) B / 10 GB/s = 2'000 us
+//   pull  the sum to both roots, 2 flows on the CPU host's links again: 8'012 us, back at 18'324 us
+// The SGD step costs 1 ns: 18.324 ms + 1 ns per iteration (16.324 ms + 1 ns without the sum's cost).
+// Colocated: djb2(0) % 2 = 1, host 1 serves the partition. Its engine copies its own copy at once
+// (300 .. 1'100 us); host 0's push crosses links of its own, 12 + 4'000 us, in at 4'312 us; summed by
+// 5'512 us; the answer back to host 0, 4'012 us: 9'524 us, host 1 done when its answer has landed too:
+// 9.524 ms + 1 ns for both (8.324 ms + 1 ns without).
+TEST(Byteps, ServersSumAtTheCpuMemoryBandwidthWorkedOutByHand) {
+  netsim::ClusterSpec spec;
+  spec.hosts = 2;
+  spec.devices_per_host = 1;
+  spec.intra_host = {Bandwidth::gigabytes_per_second(1), Time::us(1)};
+  spec.nic = {Bandwidth::gigabytes_per_second(1), Time::us(5)};
+  spec.device = {1e18, Bandwidth::gigabytes_per_second(1e12)};
+  const netsim::DeviceSpec cpu{0, Bandwidth::gigabytes_per_second(10)};
+  spec.cpu = cpu;
+  Registries reg;
+  for (const std::string servers : {"cpu_hosts", "colocated"}) {
+    spec.cpu_hosts =
+        servers == "cpu_hosts" ? netsim::CpuHostsSpec{1, spec.nic, cpu} : netsim::CpuHostsSpec{};
+    std::vector<TrainResult> results(2);
+    const std::map<std::string, ParamValue> params{{"servers", servers},
+                                                   {"partition_bytes", int64_t{4'000'000}}};
+    std::mutex mu;
+    netsim::Simulation simulation(spec);
+    simulation.run([&](RankContext& ctx) {
+      TimedMetaModel model({1'000'000}, {Time::us(100)}, {Time::us(200)});
+      std::unique_ptr<Algorithm> byteps = make(reg, "byteps", params);
+      TrainOptions options;
+      options.iterations = 3;
+      if (ctx.transport().rank() >= 2) {
+        serve(ctx, 2, model, *byteps, options);
+        return;
+      }
+      std::optional<WorkerContext> worker;
+      if (spec.cpu_hosts.count > 0) worker.emplace(ctx, 2);
+      RankContext& rank_ctx = worker ? *worker : ctx;
+      Params sgd_params(sgd_schema(), {{"lr", 0.1}});
+      std::unique_ptr<Optimizer> sgd =
+          make_sgd(sgd_params, model.num_params(), Buffer::meta(DType::kF32, 1));
+      TrainResult r = train(rank_ctx, model, *sgd, *byteps, options);
+      std::lock_guard<std::mutex> lock(mu);
+      results[static_cast<size_t>(rank_ctx.transport().rank())] = std::move(r);
+    });
+    const int64_t want = servers == "cpu_hosts" ? 18'324'001 : 9'524'001;
+    for (const TrainResult& r : results) {
+      ASSERT_EQ(r.iterations.size(), 3u);
+      for (const IterationRecord& it : r.iterations)
+        EXPECT_EQ((it.end - it.begin).nanoseconds(), want)
+            << servers << " rank " << r.rank << " it " << it.iteration;
+    }
+    // The server's CPU time, 3 iterations of 2'000 us: the CPU host's, or colocated host 1's beside its
+    // workers' own compute (3 x 300 us of forward and backward, 3 SGD steps of 1 ns).
+    const std::vector<RankStats> stats = simulation.rank_stats();
+    const int64_t worker = 3 * (300'000 + 1);
+    if (servers == "cpu_hosts") {
+      EXPECT_EQ(stats.at(2).compute.nanoseconds(), 3 * 2'000'000);
+      EXPECT_EQ(stats.at(1).compute.nanoseconds(), worker);
+    } else {
+      EXPECT_EQ(stats.at(1).compute.nanoseconds(), worker + 3 * 2'000'000);
+    }
+    EXPECT_EQ(stats.at(0).compute.nanoseconds(), worker);
+  }
+}
+
+TEST(Byteps, ServerWorkIsACopyThenSumsThroughMemory) {
+  // COPY_FIRST reads and writes each byte; SUM_RECV reads two and writes one; on the host's CPU.
+  EXPECT_EQ(byteps_server_work(Bytes(1000), true).memory.count(), 2000);
+  EXPECT_EQ(byteps_server_work(Bytes(1000), false).memory.count(), 3000);
+  EXPECT_EQ(byteps_server_work(Bytes(1000), false).processor, Processor::kHostCpu);
+  EXPECT_EQ(byteps_server_work(Bytes(1000), false).flops, 0);
 }
 
 TEST(Byteps, ServersOnCpuHostsNeedTheCluster) {
