@@ -39,12 +39,18 @@ using RequestPtr = std::unique_ptr<Request>;
 
 // The nominal links of a group's cluster, for cost models that must know them before running (NCCL's
 // tuning model, core/collectives/nccl.h): one rank's link to another rank on its host, and a host's
-// network link. What the cluster is built with, not what a measurement found.
+// network link; and the two facts of its devices that NCCL's tuner reads (NcclTopology). What the
+// cluster is built with, not what a measurement found.
 struct LinkHint {
   Bandwidth intra_host;
   Time intra_host_latency;
   Bandwidth inter_host;
   Time inter_host_latency;
+  // The devices' CUDA compute capability, major x 10 + minor (7.0: 70), as NCCL's minCompCap.
+  int compute_capability = 70;
+  // Whether each device reaches its NIC through PCIe switches only (NCCL's PATH_PIX or PATH_PXB,
+  // src/include/graph.h), not through a CPU's host bridge (PATH_PHB, PATH_SYS).
+  bool nic_near_device = true;
 };
 
 void wait_all(std::span<RequestPtr> requests);

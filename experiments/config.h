@@ -39,7 +39,9 @@
 //                  (netsim/topologies/*.h; `bagua list`); resolved to the bare name when it has no
 //                  parameters, else to an object with the defaults filled in
 //     device       {"peak_flops", "memory_bandwidth"}: the device model of Clock::compute; default an
-//                  NVIDIA V100 SXM2 (see config.cc)
+//                  NVIDIA V100 SXM2 (see config.cc); "compute_capability" (CUDA's major.minor, default
+//                  7.0) and "nic_path" ("pix", "pxb" (default), "phb", "sys": the PCIe path from a
+//                  device to its NIC), which NCCL's tuning model reads (core/collectives/nccl.h)
 //     factors      the network model's factors (netsim/simulation.h ModelFactors), each off by
 //                  default (the uncalibrated model is exactly the alpha-beta closed form):
 //                  "bandwidth_efficiency" in (0, 1] (default 1), "latency_factor" > 0 (default 1),
@@ -156,8 +158,8 @@ struct ScheduleConfig {
 
 struct OutputConfig {
   std::string dir;
-  bool trace = false;         // a Chrome trace-event timeline per point (trace.json)
-  TraceFilter trace_filter;   // output.trace_ranks, output.trace_iterations
+  bool trace = false;        // a Chrome trace-event timeline per point (trace.json)
+  TraceFilter trace_filter;  // output.trace_ranks, output.trace_iterations
 };
 
 // Settings of a real runtime's run that never change its results: left out of the resolved config and

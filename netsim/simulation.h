@@ -29,13 +29,27 @@ struct LinkSpec {
   Time latency;
 };
 
+// The PCIe path from a device to its host's NIC, in NCCL's path types (src/include/graph.h) and the
+// names nvidia-smi topo -m prints: kPix through at most one PCIe switch, kPxb through several,
+// kPhb through a CPU's host bridge, kSys across CPU sockets. NCCL's LL128 protocol is on by default
+// only up to kPxb before SM 9.0 (ncclTopoTuneModel, src/graph/tuning.cc).
+enum class NicPath : uint8_t { kPix, kPxb, kPhb, kSys };
+std::string to_string(NicPath path);  // "pix", "pxb", "phb", "sys"
+
 // A device (GPU) model for Clock::compute: duration + max(flops / peak_flops, memory /
 // memory_bandwidth). Each term is rounded up to whole nanoseconds; a zero peak_flops or
 // memory_bandwidth leaves its term out (that resource is not modelled). A rank's streams compute
 // concurrently, without contending.
+//
+// And what NCCL's tuning model reads of the devices (core/collectives/nccl.h, NcclTopology, through
+// Transport::link_hint): their CUDA compute capability and the PCIe path from each to its NIC.
 struct DeviceSpec {
   double peak_flops = 0;       // FLOP/s
   Bandwidth memory_bandwidth;  // device memory
+  // Major x 10 + minor (NVIDIA's table, developer.nvidia.com/cuda-gpus: V100 7.0, A100 8.0, H100
+  // 9.0); default the paper's V100.
+  int compute_capability = 70;
+  NicPath nic_path = NicPath::kPxb;
 };
 
 // Which registered topology (netsim/topology.h) and its parameters, as given: make_topology checks
@@ -158,7 +172,8 @@ struct ClusterSpec {
   // How NCCL's collectives (core/collectives/nccl.h) are carried: slice by slice (the default, what
   // NCCL moves) or at flow granularity (core/collectives/nccl_flow.h: a few transfers per call and a
   // closed-form pipeline term, for thousands of ranks; meta buffers only).
-  collectives::CollectiveGranularity collective_granularity = collectives::CollectiveGranularity::kSlice;
+  collectives::CollectiveGranularity collective_granularity =
+      collectives::CollectiveGranularity::kSlice;
 
   // The workers: hosts x devices_per_host ranks, world ranks 0 .. world_size() - 1.
   int world_size() const { return hosts * devices_per_host; }
@@ -203,8 +218,8 @@ Time lone_transfer_time(const ClusterSpec& spec, const Topology& topology, int s
                         Bytes bytes);
 
 struct SimOptions {
-  bool trace = false;          // record a Chrome trace-event timeline
-  TraceFilter trace_filter;    // which ranks and iterations it keeps (core/trace.h)
+  bool trace = false;        // record a Chrome trace-event timeline
+  TraceFilter trace_filter;  // which ranks and iterations it keeps (core/trace.h)
 };
 
 // Per-rank and per-link totals over the whole run (the simulated time); the types of core's RunReport.

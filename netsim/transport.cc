@@ -478,8 +478,11 @@ RequestPtr SimTransport::irecv(const BufferView& data, int src, Tag tag) {
 
 std::optional<LinkHint> SimTransport::link_hint() const {
   const ClusterSpec& spec = world_.spec;
-  return LinkHint{spec.intra_host.bandwidth, spec.intra_host.latency, spec.nic.bandwidth,
-                  spec.nic.latency};
+  LinkHint hint{spec.intra_host.bandwidth, spec.intra_host.latency, spec.nic.bandwidth,
+                spec.nic.latency};
+  hint.compute_capability = spec.device.compute_capability;
+  hint.nic_near_device = spec.device.nic_path <= NicPath::kPxb;
+  return hint;
 }
 
 collectives::CollectiveGranularity SimTransport::collective_granularity() const {

@@ -196,18 +196,23 @@ struct NcclTopology {
   // times nChannels) inside a node and across nodes.
   Bandwidth intra_bandwidth;
   Bandwidth inter_bandwidth;
-  bool nvlink = true;           // typeIntra == LINK_NVL (else PCI)
-  Time inter_latency;           // graphs[a]->latencyInter, added to the NET latency (twice: flush)
-  int compute_capability = 70;  // minCompCap = maxCompCap: the paper's V100 (SM 7.0)
-  int max_channels = 2;         // comm->nChannels
+  bool nvlink = true;  // typeIntra == LINK_NVL (else PCI)
+  Time inter_latency;  // graphs[a]->latencyInter, added to the NET latency (twice: flush)
+  // minCompCap = maxCompCap, major x 10 + minor: the cluster's (LinkHint::compute_capability), else
+  // the paper's V100 (SM 7.0). It picks the rows of perChMaxTreeBws, perChMaxRingLL128Bws,
+  // perChMaxTreeLL128Bws and (on one node) llMaxBws, the ring's plateau factor and LL128's rule.
+  int compute_capability = 70;
+  int max_channels = 2;  // comm->nChannels
   // graphs[a]->typeInter <= PATH_PXB: each GPU reaches its NIC through PCIe switches only, as on
-  // DGX-class servers (false: through the CPU, PATH_PHB or SYS). Only LL128's enable rule reads it.
+  // DGX-class servers (false: through the CPU, PATH_PHB or SYS): LinkHint::nic_near_device, else
+  // true. Only LL128's enable rule reads it.
   bool nic_near_gpu = true;
 };
 
-// The topology of `transport`: nodes and ranks from host_layout, bandwidths and the inter-node
-// latency from transport.link_hint() where the transport has one, else NCCL's defaults PCI_BW =
-// NET_BW = 12 GB/s (src/graph/topo.h) and no added latency, intra-node taken as PCI.
+// The topology of `transport`: nodes and ranks from host_layout; bandwidths, the inter-node latency,
+// the compute capability and the NIC's path from transport.link_hint() where the transport has one,
+// else NCCL's defaults PCI_BW = NET_BW = 12 GB/s (src/graph/topo.h) and no added latency, intra-node
+// taken as PCI, SM 7.0.
 NcclTopology nccl_topology(const Transport& transport, int max_channels = 2);
 
 // The model's terms for an allreduce of `bytes` by `algo` under `protocol`, in microseconds and GB/s

@@ -179,6 +179,8 @@ NcclTopology nccl_topology(const Transport& transport, int max_channels) {
     topo.inter_latency = hint->inter_host_latency;
     // An intra-node link faster than PCI_BW is taken for NVLink.
     topo.nvlink = gigabytes_per_second(hint->intra_host) > kPciBwGBs;
+    topo.compute_capability = hint->compute_capability;
+    topo.nic_near_gpu = hint->nic_near_device;
   } else {
     topo.intra_bandwidth = Bandwidth::gigabytes_per_second(kPciBwGBs);
     topo.inter_bandwidth = Bandwidth::gigabytes_per_second(kNetBwGBs);

@@ -130,6 +130,27 @@ TEST(NcclSimulatedTime, SmallLLAllreduceOnTwoHosts) {
   EXPECT_LE(ll128.nanoseconds(), 2 * (2000 + 328));
 }
 
+TEST(NcclSimulatedTime, TheClustersDevicesReachTheTuningModel) {
+  // The simulator's link hint carries the cluster's device: its compute capability and whether its
+  // NIC is behind PCIe switches only (cluster.device.compute_capability, nic_path).
+  netsim::ClusterSpec spec = star(2, 2);
+  NcclTopology seen;
+  simulate(spec, [&](Transport& tr) {
+    if (tr.rank() == 0) seen = nccl_topology(tr);
+  });
+  EXPECT_EQ(seen.compute_capability, 70);
+  EXPECT_TRUE(seen.nic_near_gpu);
+  spec.device.compute_capability = 90;
+  spec.device.nic_path = netsim::NicPath::kPhb;
+  simulate(spec, [&](Transport& tr) {
+    if (tr.rank() == 0) seen = nccl_topology(tr);
+  });
+  EXPECT_EQ(seen.compute_capability, 90);
+  EXPECT_FALSE(seen.nic_near_gpu);
+  EXPECT_EQ(seen.nodes, 2);
+  EXPECT_EQ(seen.ranks, 4);
+}
+
 TEST(NcclSimulatedTime, LLSlicesAChunkThatSimpleSendsWhole) {
   // The pipelined ring on 3 hosts of one rank, one channel, S = 3 x 64 KiB (49'152 f32): chunks of
   // 64 KiB. Simple sends a chunk as one slice (2 steps of 512 KiB hold it): 2 (P - 1) = 4 steps of
