@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -55,6 +56,15 @@ struct LinkHint {
 
 void wait_all(std::span<RequestPtr> requests);
 
+class Transport;
+
+// One stream of Transport::concurrently: `body` runs with a transport of matching space `space`
+// (streams of equal spaces share one; space 0 is the transport itself).
+struct ConcurrentStream {
+  int space = 0;
+  std::function<void(Transport&)> body;
+};
+
 class Transport {
  public:
   virtual ~Transport() = default;
@@ -78,6 +88,15 @@ class Transport {
   // The nominal links of this group's cluster where the backend knows them (the simulator does);
   // empty otherwise, and cost models fall back to their own defaults.
   virtual std::optional<LinkHint> link_hint() const { return std::nullopt; }
+
+  // Runs `streams` as streams of this rank, as NCCL runs its channels, each on its own thread block
+  // with its own connections; returns when every one has returned, rethrowing the first exception.
+  // Each body gets a transport of this group and numbering whose messages match only those of the
+  // same `space` (>= 0; space 0 is this transport). A backend that can runs them concurrently (the
+  // simulator: a fiber each, SimTransport); the default runs them one after another, in order, with
+  // this transport for every space. Bodies must be right both ways: every rank lists the same spaces
+  // in the same order, and no stream waits for a later one of its rank.
+  virtual void concurrently(std::span<const ConcurrentStream> streams);
 
   void send(const BufferView& data, int dst, Tag tag) { isend(data, dst, tag)->wait(); }
   void recv(const BufferView& data, int src, Tag tag) { irecv(data, src, tag)->wait(); }

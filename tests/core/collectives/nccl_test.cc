@@ -514,7 +514,9 @@ TEST(NcclProtocols, LinesCarryTheDataAndTheirFlags) {
     testing::run_ranks(testing::Backend::kThreads, 2, [&](RankContext& ctx) {
       Transport& t = ctx.transport();
       std::unique_ptr<Transport> lines;
-      Transport& wire = protocol_transport(t, protocol, lines);
+      PipelineOptions options;
+      options.protocol = protocol;
+      Transport& wire = protocol_transport(t, options, lines);
       EXPECT_NE(&wire, &t);
       for (size_t n = 1; n <= 40; ++n) {
         const Buffer out = Buffer::host(DType::kU8, n);
@@ -529,7 +531,11 @@ TEST(NcclProtocols, LinesCarryTheDataAndTheirFlags) {
     });
   std::unique_ptr<Transport> none;
   testing::run_ranks(testing::Backend::kThreads, 1, [&](RankContext& ctx) {
-    EXPECT_EQ(&protocol_transport(ctx.transport(), NcclProtocol::kSimple, none), &ctx.transport());
+    // Simple, and a step latency on a transport that cannot delay a send (the threads runtime's).
+    PipelineOptions options;
+    EXPECT_EQ(&protocol_transport(ctx.transport(), options, none), &ctx.transport());
+    options.step_latency = {Time::us(1), Time::us(2)};
+    EXPECT_EQ(&protocol_transport(ctx.transport(), options, none), &ctx.transport());
   });
 }
 
