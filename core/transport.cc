@@ -19,6 +19,13 @@ void Transport::sendrecv(const BufferView& out, int dst, const BufferView& in, i
   r->wait();
 }
 
+void Transport::concurrently(std::span<const ConcurrentStream> streams) {
+  for (const ConcurrentStream& stream : streams) {
+    BAGUA_CHECK(stream.space >= 0, "concurrently: space " + std::to_string(stream.space));
+    stream.body(*this);
+  }
+}
+
 bool HostLayout::uniform() const {
   for (const auto& h : hosts)
     if (h.size() != hosts.front().size()) return false;

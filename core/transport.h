@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -39,15 +40,30 @@ using RequestPtr = std::unique_ptr<Request>;
 
 // The nominal links of a group's cluster, for cost models that must know them before running (NCCL's
 // tuning model, core/collectives/nccl.h): one rank's link to another rank on its host, and a host's
-// network link. What the cluster is built with, not what a measurement found.
+// network link; and the two facts of its devices that NCCL's tuner reads (NcclTopology). What the
+// cluster is built with, not what a measurement found.
 struct LinkHint {
   Bandwidth intra_host;
   Time intra_host_latency;
   Bandwidth inter_host;
   Time inter_host_latency;
+  // The devices' CUDA compute capability, major x 10 + minor (7.0: 70), as NCCL's minCompCap.
+  int compute_capability = 70;
+  // Whether each device reaches its NIC through PCIe switches only (NCCL's PATH_PIX or PATH_PXB,
+  // src/include/graph.h), not through a CPU's host bridge (PATH_PHB, PATH_SYS).
+  bool nic_near_device = true;
 };
 
 void wait_all(std::span<RequestPtr> requests);
+
+class Transport;
+
+// One stream of Transport::concurrently: `body` runs with a transport of matching space `space`
+// (streams of equal spaces share one; space 0 is the transport itself).
+struct ConcurrentStream {
+  int space = 0;
+  std::function<void(Transport&)> body;
+};
 
 class Transport {
  public:
@@ -72,6 +88,15 @@ class Transport {
   // The nominal links of this group's cluster where the backend knows them (the simulator does);
   // empty otherwise, and cost models fall back to their own defaults.
   virtual std::optional<LinkHint> link_hint() const { return std::nullopt; }
+
+  // Runs `streams` as streams of this rank, as NCCL runs its channels, each on its own thread block
+  // with its own connections; returns when every one has returned, rethrowing the first exception.
+  // Each body gets a transport of this group and numbering whose messages match only those of the
+  // same `space` (>= 0; space 0 is this transport). A backend that can runs them concurrently (the
+  // simulator: a fiber each, SimTransport); the default runs them one after another, in order, with
+  // this transport for every space. Bodies must be right both ways: every rank lists the same spaces
+  // in the same order, and no stream waits for a later one of its rank.
+  virtual void concurrently(std::span<const ConcurrentStream> streams);
 
   void send(const BufferView& data, int dst, Tag tag) { isend(data, dst, tag)->wait(); }
   void recv(const BufferView& data, int src, Tag tag) { irecv(data, src, tag)->wait(); }

@@ -20,8 +20,9 @@ netsim::DeviceSpec default_device() {
   // NVIDIA Tesla V100 SXM2, the paper's GPU (Gan et al., BAGUA, arXiv:2107.01499, Sec. 5: 8 V100 32GB
   // per server). NVIDIA V100 Tensor Core GPU datasheet: single-precision peak 15.7 TFLOPS (SXM2) ...
   d.peak_flops = 15.7e12;
-  // ... and HBM2 memory bandwidth 900 GB/s.
+  // ... and HBM2 memory bandwidth 900 GB/s. Compute capability 7.0 (developer.nvidia.com/cuda-gpus).
   d.memory_bandwidth = Bandwidth::gigabytes_per_second(900);
+  d.compute_capability = 70;
   return d;
 }
 
@@ -420,12 +421,37 @@ netsim::ClusterSpec parse_cluster(const Json& raw, bool simulated,
 
   spec.device = default_device();
   if (const Json* d = r.find("device")) {
-    ObjectReader dr(*d, "cluster.device", {"peak_flops", "memory_bandwidth"});
+    ObjectReader dr(*d, "cluster.device",
+                    {"peak_flops", "memory_bandwidth", "compute_capability", "nic_path"});
     spec.device.peak_flops = dr.get_flops("peak_flops", spec.device.peak_flops);
     if (dr.has("memory_bandwidth")) spec.device.memory_bandwidth = dr.get_bandwidth("memory_bandwidth");
+    // "compute_capability": CUDA's major.minor, as NVIDIA's table writes it (8.0 for an A100).
+    if (dr.has("compute_capability")) {
+      const double cc = dr.get_double("compute_capability", 7.0, 1.0, 19.9);
+      const double tenths = std::round(cc * 10);
+      if (std::abs(cc * 10 - tenths) > 1e-6)
+        throw ConfigError(dr.path_of("compute_capability") +
+                          ": expected major.minor with one digit after the point (8.0, 8.6), got " +
+                          shortest(cc));
+      spec.device.compute_capability = static_cast<int>(tenths);
+    }
+    if (dr.has("nic_path")) {
+      const std::string path = dr.get_choice("nic_path", "pxb", {"pix", "pxb", "phb", "sys"});
+      spec.device.nic_path = path == "pix"   ? netsim::NicPath::kPix
+                             : path == "pxb" ? netsim::NicPath::kPxb
+                             : path == "phb" ? netsim::NicPath::kPhb
+                                             : netsim::NicPath::kSys;
+    }
   }
   net["device"] = Json{{"peak_flops", format_flops(spec.device.peak_flops)},
                        {"memory_bandwidth", format_bandwidth(spec.device.memory_bandwidth)}};
+  // Written to the resolved config only when not the defaults (a V100 behind PCIe switches), so that
+  // the configs without them resolve (and hash) as before.
+  const netsim::DeviceSpec v100 = default_device();
+  if (spec.device.compute_capability != v100.compute_capability)
+    net["device"]["compute_capability"] = spec.device.compute_capability / 10.0;
+  if (spec.device.nic_path != v100.nic_path)
+    net["device"]["nic_path"] = netsim::to_string(spec.device.nic_path);
 
   // DESIGN: model factors default to 1 (and no window cap), so that the uncalibrated model is exactly
   // the alpha-beta closed form.

@@ -39,7 +39,9 @@
 //                  (netsim/topologies/*.h; `bagua list`); resolved to the bare name when it has no
 //                  parameters, else to an object with the defaults filled in
 //     device       {"peak_flops", "memory_bandwidth"}: the device model of Clock::compute; default an
-//                  NVIDIA V100 SXM2 (see config.cc)
+//                  NVIDIA V100 SXM2 (see config.cc); "compute_capability" (CUDA's major.minor, default
+//                  7.0) and "nic_path" ("pix", "pxb" (default), "phb", "sys": the PCIe path from a
+//                  device to its NIC), which NCCL's tuning model reads (core/collectives/nccl.h)
 //     cpu          {"memory_bandwidth"}: each worker host's CPU, for Work on Processor::kHostCpu (a
 //                  colocated BytePS server's sums); default_cpu() (see config.cc). A CPU host's CPU is
 //                  cpu_hosts.memory_bandwidth, default this one. Written out only when given

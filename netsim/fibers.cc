@@ -176,6 +176,30 @@ Fibers::Fiber& Fibers::spawn(int rank, int track, std::function<void()> body) {
   return f;
 }
 
+Fibers::Fiber& Fibers::spawn_child(std::function<void()> body) {
+  const Fiber& parent = current();
+  const auto reusable = finished_children_.upper_bound(parent.id);
+  if (reusable == finished_children_.end() || aborting_) {
+    Fiber& f = spawn(parent.rank, parent.track, std::move(body));
+    f.child = true;
+    return f;
+  }
+  Fiber& f = *fibers_[static_cast<size_t>(*reusable)];
+  finished_children_.erase(reusable);
+  f.state = State::kReady;
+  f.created = false;
+  f.reason = WaitReason{};
+  f.rank = parent.rank;
+  f.track = parent.track;
+  f.stack_bottom = nullptr;
+  f.stack_size = 0;
+  f.name.clear();
+  f.body = std::move(body);
+  suspended_at_[static_cast<size_t>(f.id)] = nullptr;
+  engine_.post(Time::zero(), resume_callback(f));
+  return f;
+}
+
 void Fibers::entry(Fiber& f) {
   if (aborting_) return;  // torn down before it ever ran
   try {
@@ -252,6 +276,7 @@ void Fibers::resume(Fiber& f) {
 #endif
   finish_switch(fake_stack, nullptr, nullptr);
   current_ = nullptr;
+  if (f.state == State::kDone && f.child && !aborting_) finished_children_.insert(f.id);
 }
 
 void Fibers::prefetch_next() const {

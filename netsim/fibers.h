@@ -26,6 +26,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -84,6 +85,7 @@ class Fibers {
     size_t stack_size = 0;
     std::string name;  // a stream's name; empty for a rank's main fiber
     std::function<void()> body;
+    bool child = false;  // spawned by spawn_child: its record is reused once it has finished
   };
   // Called on the failing fiber when its body throws (anything but FiberAbort).
   using OnError = std::function<void(Fiber&, std::exception_ptr)>;
@@ -95,6 +97,11 @@ class Fibers {
 
   // Creates a fiber and schedules its start now.
   Fiber& spawn(int rank, int track, std::function<void()> body);
+  // The same for a fiber the running one waits for before it returns (Transport::concurrently): of
+  // its rank and track, in the record of a finished child whose id is above the running fiber's where
+  // there is one (so that abort_all, newest id first, unwinds a child before its parent, and a run of
+  // many calls does not keep a record per child it ever had).
+  Fiber& spawn_child(std::function<void()> body);
   // The running fiber (checked: blocking calls are only legal inside a fiber).
   Fiber& current() const;
   bool in_fiber() const { return current_ != nullptr; }
@@ -138,6 +145,7 @@ class Fibers {
   // first). Apart from the records, so that finding what to prefetch reads one word of a dense array
   // instead of a record thousands of others have pushed out of the cache.
   std::vector<const char*> suspended_at_;
+  std::set<int> finished_children_;  // ids of spawn_child's finished fibers, for reuse
   Fiber* current_ = nullptr;
   bool aborting_ = false;
   // The engine's stack, as the sanitizer reports it when a fiber is entered.

@@ -19,6 +19,20 @@ std::string to_string(SendCompletion c) {
   return "?";
 }
 
+std::string to_string(NicPath path) {
+  switch (path) {
+    case NicPath::kPix:
+      return "pix";
+    case NicPath::kPxb:
+      return "pxb";
+    case NicPath::kPhb:
+      return "phb";
+    case NicPath::kSys:
+      return "sys";
+  }
+  return "?";
+}
+
 TransportModel TransportModel::mpi() {
   TransportModel t;
   t.completion = SendCompletion::kEagerRendezvous;

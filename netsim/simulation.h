@@ -29,13 +29,27 @@ struct LinkSpec {
   Time latency;
 };
 
+// The PCIe path from a device to its host's NIC, in NCCL's path types (src/include/graph.h) and the
+// names nvidia-smi topo -m prints: kPix through at most one PCIe switch, kPxb through several,
+// kPhb through a CPU's host bridge, kSys across CPU sockets. NCCL's LL128 protocol is on by default
+// only up to kPxb before SM 9.0 (ncclTopoTuneModel, src/graph/tuning.cc).
+enum class NicPath : uint8_t { kPix, kPxb, kPhb, kSys };
+std::string to_string(NicPath path);  // "pix", "pxb", "phb", "sys"
+
 // A device (GPU) model for Clock::compute: duration + max(flops / peak_flops, memory /
 // memory_bandwidth). Each term is rounded up to whole nanoseconds; a zero peak_flops or
 // memory_bandwidth leaves its term out (that resource is not modelled). A rank's streams compute
 // concurrently, without contending. A host's CPU (Processor::kHostCpu) has a model of the same form.
+//
+// And what NCCL's tuning model reads of the devices (core/collectives/nccl.h, NcclTopology, through
+// Transport::link_hint): their CUDA compute capability and the PCIe path from each to its NIC.
 struct DeviceSpec {
   double peak_flops = 0;       // FLOP/s
   Bandwidth memory_bandwidth;  // device memory
+  // Major x 10 + minor (NVIDIA's table, developer.nvidia.com/cuda-gpus: V100 7.0, A100 8.0, H100
+  // 9.0); default the paper's V100.
+  int compute_capability = 70;
+  NicPath nic_path = NicPath::kPxb;
 };
 
 // Which registered topology (netsim/topology.h) and its parameters, as given: make_topology checks

@@ -82,6 +82,9 @@ void validate_except_topology(const ClusterSpec& spec, const std::string& prefix
   v.non_negative_finite("device.memory_bandwidth", spec.device.memory_bandwidth.bytes_per_second());
   v.non_negative_finite("cpu.peak_flops", spec.cpu.peak_flops);
   v.non_negative_finite("cpu.memory_bandwidth", spec.cpu.memory_bandwidth.bytes_per_second());
+  if (spec.device.compute_capability < 10 || spec.device.compute_capability > 199)
+    v.fail("device.compute_capability", "be in [10, 199] (major x 10 + minor)",
+           std::to_string(spec.device.compute_capability));
   const double eff = spec.factors.bandwidth_efficiency;
   if (!(eff > 0 && eff <= 1))
     v.fail("factors.bandwidth_efficiency", "be in (0, 1]", Validator::str(eff));

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <deque>
+#include <exception>
+#include <map>
 
 #include "core/check.h"
 #include "core/ops.h"
@@ -39,6 +41,7 @@ struct Message {
   bool rts_arrived = false;  // its request-to-send reached the receiver
   bool holds_slot = false;   // holds one of its connection's credit slots
   bool stashed = false;
+  Time delay;  // before its injection (SimTransport::isend_after), then zero
   std::vector<uint8_t> stash;
   Ref<Receive> receive;  // matched, not yet completed
   WaitList waiters;
@@ -134,10 +137,11 @@ void Mailbox::check_sizes(const Message& m, const Receive& r) {
                   std::to_string(m.key.tag) + ")");
 }
 
-Ref<Message> Mailbox::post_send(const MatchKey& key, const BufferView& data) {
+Ref<Message> Mailbox::post_send(const MatchKey& key, const BufferView& data, Time delay) {
   Ref<Message> m = Message::make(*blocks_);
   m->key = key;
   m->data = data;
+  m->delay = delay;
   m->bytes = data.bytes().count();
   m->start = world_.engine.now();
 
@@ -186,6 +190,11 @@ Ref<Message> Mailbox::post_send(const MatchKey& key, const BufferView& data) {
 }
 
 void Mailbox::inject(const Ref<Message>& m) {
+  if (m->delay > Time::zero()) {  // the sender's work before the message is handed over
+    const Time delay = std::exchange(m->delay, Time::zero());
+    world_.engine.post(delay, {&Mailbox::inject_event, this, park(m)});
+    return;
+  }
   const ModelFactors& factors = world_.spec.factors;
   if ((factors.message_overhead == Time::zero() && factors.message_gap == Time::zero()) ||
       !between_hosts(m->key)) {
@@ -268,6 +277,11 @@ Ref<Message> Mailbox::unpark(uint64_t index) {
   Ref<Message> m = std::move(parked_[index]);
   free_parked_.push_back(index);
   return m;
+}
+
+void Mailbox::inject_event(void* mailbox, uint64_t parked) {
+  auto* self = static_cast<Mailbox*>(mailbox);
+  self->inject(self->unpark(parked));
 }
 
 void Mailbox::depart_event(void* mailbox, uint64_t parked) {
@@ -470,6 +484,13 @@ RequestPtr SimTransport::isend(const BufferView& data, int dst, Tag tag) {
   return RequestPtr(new (world_.mailbox.blocks()) SendRequest(world_.mailbox, std::move(m)));
 }
 
+RequestPtr SimTransport::isend_after(Time delay, const BufferView& data, int dst, Tag tag) {
+  check_peer(dst, "isend");
+  BAGUA_CHECK(delay >= Time::zero(), "isend_after a delay of " + to_string(delay));
+  auto m = world_.mailbox.post_send({group_, world_rank(rank_), world_rank(dst), tag}, data, delay);
+  return RequestPtr(new (world_.mailbox.blocks()) SendRequest(world_.mailbox, std::move(m)));
+}
+
 RequestPtr SimTransport::irecv(const BufferView& data, int src, Tag tag) {
   check_peer(src, "irecv");
   auto r = world_.mailbox.post_receive({group_, world_rank(src), world_rank(rank_), tag}, data);
@@ -478,8 +499,53 @@ RequestPtr SimTransport::irecv(const BufferView& data, int src, Tag tag) {
 
 std::optional<LinkHint> SimTransport::link_hint() const {
   const ClusterSpec& spec = world_.spec;
-  return LinkHint{spec.intra_host.bandwidth, spec.intra_host.latency, spec.nic.bandwidth,
-                  spec.nic.latency};
+  LinkHint hint{spec.intra_host.bandwidth, spec.intra_host.latency, spec.nic.bandwidth,
+                spec.nic.latency};
+  hint.compute_capability = spec.device.compute_capability;
+  hint.nic_near_device = spec.device.nic_path <= NicPath::kPxb;
+  return hint;
+}
+
+void SimTransport::concurrently(std::span<const ConcurrentStream> streams) {
+  Fibers& fibers = world_.fibers;
+  std::map<int, std::unique_ptr<SimTransport>> spaces;
+  for (const ConcurrentStream& stream : streams) {
+    BAGUA_CHECK(stream.space >= 0, "concurrently: space " + std::to_string(stream.space));
+    if (stream.space == 0 || spaces.contains(stream.space)) continue;
+    const int marker[] = {-stream.space};  // no subgroup lists a negative rank
+    spaces[stream.space] =
+        std::make_unique<SimTransport>(world_, subgroup_id(group_, marker), members_, rank_);
+  }
+  auto transport_of = [&](int space) -> Transport& {
+    return space == 0 ? static_cast<Transport&>(*this) : *spaces.at(space);
+  };
+  struct Join {
+    size_t running = 0;
+    WaitList waiters;
+    std::exception_ptr error;
+  } join;
+  auto run = [&](const ConcurrentStream& stream) {
+    try {
+      stream.body(transport_of(stream.space));
+    } catch (const FiberAbort&) {
+      throw;
+    } catch (...) {
+      if (!join.error) join.error = std::current_exception();
+    }
+  };
+  for (size_t i = 1; i < streams.size(); ++i) {
+    ++join.running;
+    fibers.spawn_child([&, i] {
+      run(streams[i]);
+      if (--join.running == 0) join.waiters.wake_all(fibers);
+    });
+  }
+  if (!streams.empty()) run(streams[0]);
+  while (join.running > 0) {
+    join.waiters.add(fibers.current());
+    fibers.block({WaitKind::kEvent});
+  }
+  if (join.error) std::rethrow_exception(join.error);
 }
 
 collectives::CollectiveGranularity SimTransport::collective_granularity() const {

@@ -104,7 +104,8 @@ class Mailbox {
   ~Mailbox();
   Mailbox(const Mailbox&) = delete;
   Mailbox& operator=(const Mailbox&) = delete;
-  Ref<Message> post_send(const MatchKey& key, const BufferView& data);
+  // `delay`: the message is injected (takes its credit slot first) that long after the call.
+  Ref<Message> post_send(const MatchKey& key, const BufferView& data, Time delay = Time::zero());
   Ref<Receive> post_receive(const MatchKey& key, const BufferView& data);
   // Blocks the calling fiber until the operation completes.
   void wait(Message& m);
@@ -157,6 +158,7 @@ class Mailbox {
   // The matched receive of `m` (arrived) is taken, after the receiver's overhead.
   void take(Message& m);
   void complete_receive(Message& m);
+  static void inject_event(void* mailbox, uint64_t parked);
   static void depart_event(void* mailbox, uint64_t parked);
   static void request_arrived_event(void* mailbox, uint64_t parked);
   static void start_flow_event(void* mailbox, uint64_t parked);
@@ -224,8 +226,11 @@ class Mailbox {
 
 // FlowCapable: NCCL's collectives at the cluster's collective_granularity (slice unless the cluster
 // asks for flow), pause as the fiber's sleep, transfer_time as lone_transfer_time, and ordered_streams
-// as the cluster's transport.ordered.
-class SimTransport final : public Transport, public collectives::FlowCapable {
+// as the cluster's transport.ordered. DelayedSend: NCCL's per-step protocol work before a message
+// leaves (core/collectives/nccl.h, StepLatency).
+class SimTransport final : public Transport,
+                           public collectives::FlowCapable,
+                           public collectives::DelayedSend {
  public:
   // `members[i]` is the world rank of group rank i; empty for the world group (identity).
   SimTransport(World& world, uint64_t group, std::vector<int> members, int rank);
@@ -234,8 +239,14 @@ class SimTransport final : public Transport, public collectives::FlowCapable {
   int host_of(int rank) const override;
   RequestPtr isend(const BufferView& data, int dst, Tag tag) override;
   RequestPtr irecv(const BufferView& data, int src, Tag tag) override;
+  // DelayedSend: the message is injected `delay` after the call (Mailbox::post_send).
+  RequestPtr isend_after(Time delay, const BufferView& data, int dst, Tag tag) override;
   std::unique_ptr<Transport> subgroup(std::span<const int> ranks) override;
   std::optional<LinkHint> link_hint() const override;
+  // Each stream but the first on a fiber of its own (Fibers::spawn_child), the first on the calling
+  // one; space k > 0 a transport of this group whose group id is derived from this one's and k (as a
+  // subgroup's is from its members), so that its messages, and its credit slots, are its own.
+  void concurrently(std::span<const ConcurrentStream> streams) override;
   collectives::CollectiveGranularity collective_granularity() const override;
   void pause(Time d) override;
   Time transfer_time(int src, int dst, Bytes bytes) const override;

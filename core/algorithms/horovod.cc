@@ -167,13 +167,18 @@ void Horovod::allreduce_group(TrainState& s, const BufferView& fused, Tag tag) {
   if (!hierarchical_) {
     collectives::allreduce(world, data, ReduceOp::kSum, tag, algo_, protocol_);
   } else {
-    // ncclReduceScatter on the host, the allreduce of this rank's chunk across hosts, ncclAllGather.
-    collectives::pipelined_reduce_scatter(*intra_, data, ReduceOp::kSum, tag);
+    // ncclReduceScatter on the host, the allreduce of this rank's chunk across hosts, ncclAllGather
+    // (NCCL's ring under Simple, with its step latency).
+    collectives::PipelineOptions ring;
+    ring.step_latency = collectives::nccl_step_latency(collectives::nccl_topology(*intra_),
+                                                       collectives::NcclAlgo::kRing,
+                                                       collectives::NcclProtocol::kSimple);
+    collectives::pipelined_reduce_scatter(*intra_, data, ReduceOp::kSum, tag, ring);
     const collectives::ChunkRange mine =
         collectives::chunk_range(data.count(), intra_->size(), intra_->rank());
     collectives::allreduce(*cross_, data.slice(mine.offset, mine.count), ReduceOp::kSum, tag, algo_,
                            protocol_);
-    collectives::pipelined_allgather(*intra_, data, tag);
+    collectives::pipelined_allgather(*intra_, data, tag, ring);
   }
   if (fp16_) timed_decode(clock, *cast_, wire, fused);
   scale(fused, 1.0 / world.size());  // Average: postscale_factor = 1 / size

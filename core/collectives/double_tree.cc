@@ -1,11 +1,11 @@
 // NCCL's double binary tree allreduce (src/graph/trees.cc ncclGetBtree / ncclGetDtree for the trees
 // over nodes, src/graph/connect.cc for the chain inside a node, src/device/all_reduce.h
-// runTreeUpDown for the pipelined up and down passes).
+// runTreeSplit for the pipelined up and down passes, each channel's passes concurrent).
 #include <algorithm>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/check.h"
@@ -113,82 +113,43 @@ class PeerWindow {
   void send(Transport& transport, const BufferView& slice, Tag tag) {
     if (in_flight_.size() == slices_) pop();
     in_flight_.push_back(transport.isend(slice, peer_, tag));
-    ++posted_;
   }
-  // Waits until the first `sends` sends have completed.
-  void wait_for(int64_t sends) {
-    while (completed_ < sends && !in_flight_.empty())
+  void drain() {
+    while (!in_flight_.empty())
       pop();
   }
-  void drain() { wait_for(posted_); }
 
  private:
   void pop() {
     in_flight_.front()->wait();
     in_flight_.erase(in_flight_.begin());
-    ++completed_;
   }
   int peer_;
   size_t slices_;
   std::vector<RequestPtr> in_flight_;
-  int64_t posted_ = 0;
-  int64_t completed_ = 0;
 };
-
-// How long, in hops weighted by the links' nominal latencies, before slice 0 of a part reaches a rank:
-// up, the height of the rank's subtree; down, the tree's height plus the rank's depth. Only an order
-// of work, never a result: see double_tree_allreduce.
-struct Reach {
-  double up = 0;
-  double down = 0;
-};
-// `height`: the tree's memo of host heights (every entry -1 at first, one per host), kept between the
-// calls for one tree so that each host's height is worked out once per allreduce, not once per rank
-// asked about.
-Reach reach_of(const HostLayout& layout, int rank, int tree, double intra_hop, double inter_hop,
-               std::vector<double>& height) {
-  const int nodes = static_cast<int>(layout.hosts.size());
-  // height(h): below host h's head, the deeper of its chain and its child hosts' subtrees.
-  std::function<double(int)> host_height = [&](int h) {
-    if (height[h] >= 0) return height[h];
-    const NodeLinks l = dtree_links(nodes, h, tree);
-    double best = (static_cast<double>(layout.hosts[h].size()) - 1) * intra_hop;
-    for (int c : {l.child0, l.child1})
-      if (c >= 0) best = std::max(best, inter_hop + host_height(c));
-    return height[h] = best;
-  };
-  const Seat seat = seat_of(layout, rank, tree);
-  const int chain = static_cast<int>(layout.hosts[seat.host].size());
-  Reach reach;
-  reach.up = seat.link == 0 ? host_height(seat.host) : (chain - 1 - seat.link) * intra_hop;
-  int root = seat.host;
-  double depth = seat.link * intra_hop;
-  for (int up = dtree_links(nodes, root, tree).parent; up >= 0;
-       up = dtree_links(nodes, up, tree).parent) {
-    depth += inter_hop;
-    root = up;
-  }
-  reach.down = host_height(root) + depth;
-  return reach;
-}
 
 }  // namespace
 
 void double_tree_allreduce(Transport& transport, const BufferView& data, ReduceOp op, Tag tag,
                            const PipelineOptions& options) {
-  // The buffer is cut into `parts` = 2 max(1, C / 2); part p runs on tree p mod 2, where the rank has
-  // a `parent` (none at the tree's root) and `children`, and moves `slice` by slice. A rank's `items`:
-  // up (p, j), receive slice j of part p from each child, reduce it into its own and send the sum to
-  // the parent (the root keeps it); down (p, j), take the complete slice from the parent (the root has
-  // it) and send it to each child. Every (part, peer) pair has its own window of slices in flight.
-  //
-  // NCCL runs each channel on its own thread block, so one tree never waits for the other. Here one
-  // rank's code serves both trees, in the order of each item's `key`: when its data should be there
-  // (`reach`: hops from the data's first sender, weighted by the links' nominal latencies, plus one
-  // slice time per slice; up before down, then part, then slice). Every message's data depends only
-  // on messages of smaller key, so the order never deadlocks, and it interleaves the trees as their
-  // data arrives. A sender sends in its own key order; each receiver posts every receive up front, in
-  // the sender's key order (into `incoming`, one slot per message), so each pair's messages match.
+  // The buffer is cut into `parts` = 2 max(1, C / 2); part p runs on tree p mod 2, where the rank has a
+  // `parent` (none at the tree's root) and `children`, and moves `slice` by slice. As NCCL's
+  // runTreeSplit (src/device/all_reduce.h) runs each channel's tree on its own thread block, split into
+  // a group that reduces up and one that broadcasts down, a rank runs per tree:
+  //   up      (not at the root) for each slice of each of the tree's parts: receive it from each
+  //           child, reduce it into its own, send the sum to the parent;
+  //   down    (not at the root) for each slice: receive the complete slice from the parent into
+  //           `result`, send it to each child;
+  //   root    (at the root) for each slice: receive it from each child, reduce it into its own, send
+  //           the sum to each child (directRecvReduceCopyDirectSend).
+  // Each is a stream of its own (Transport::concurrently), the two trees on matching spaces of their
+  // own, so that no tree waits for the other, nor a pass for the other pass; every (part, peer) pair
+  // has its own window of slices in flight. A stream posts all its receives first, in the order its
+  // peers' streams send. Where the backend runs the streams one after another (tree 0 before tree 1,
+  // up before down), the order is still deadlock-free: a pass waits only for earlier passes of its
+  // tree. The down pass writes `result`, not the buffer the up pass sends from; the buffer takes the
+  // result once every stream has returned.
   const OperationScope scope("double binary tree allreduce");
   validate(options);
   const int ranks = transport.size();
@@ -196,169 +157,129 @@ void double_tree_allreduce(Transport& transport, const BufferView& data, ReduceO
   if (ranks == 1 || data.count() == 0) return;
   if (FlowCapable* flow = flow_granularity(transport))
     return flow_double_tree_allreduce(*flow, transport, data, tag, options);
-  std::unique_ptr<Transport> lines;
-  Transport& wire = protocol_transport(transport, options.protocol, lines);
   const HostLayout layout = host_layout(transport);
   const int parts = 2 * std::max(1, options.channels / 2);
   const Chunking chunking(data, parts);
   const size_t slice = options.slice_elements(size_of(data.dtype()));
-  double intra_hop = 1;
-  double inter_hop = 10;
-  double slice_time = 0.1;
-  if (const std::optional<LinkHint> hint = transport.link_hint()) {
-    const double slice_bytes = static_cast<double>(
-        wire_bytes(options.protocol, Bytes(static_cast<int64_t>(slice * size_of(data.dtype()))))
-            .count());
-    intra_hop =
-        2 * hint->intra_host_latency.seconds() + slice_bytes / hint->intra_host.bytes_per_second();
-    inter_hop = 2 * (hint->intra_host_latency + hint->inter_host_latency).seconds() +
-                slice_bytes / hint->inter_host.bytes_per_second();
-    slice_time = slice_bytes / hint->inter_host.bytes_per_second();
-  }
-  auto piece_of = [&](int p, size_t j) {
-    const BufferView part = chunking.chunk(p);
+  auto piece_of = [&](const BufferView& part, size_t j) {
     const size_t offset = j * slice;
     return part.slice(offset, std::min(slice, part.count() - offset));
   };
   auto slices_of = [&](int p) { return (chunking.chunk(p).count() + slice - 1) / slice; };
+  const Buffer result = Buffer::like(data, data.dtype(), data.count());
+  const Chunking result_parts(result.view(), parts);
 
-  struct Key {
-    double when = 0;
-    int down = 0;
-    int part = 0;
-    size_t slice = 0;
-    auto operator<=>(const Key&) const = default;
+  // Every (slice, part) of tree `tree` in the order all its streams take them: slice by slice, the
+  // tree's parts in turn.
+  auto items_of = [&](int tree) {
+    std::vector<std::pair<size_t, int>> items;
+    size_t most = 0;
+    for (int p = tree; p < parts; p += 2)
+      most = std::max(most, slices_of(p));
+    for (size_t j = 0; j < most; ++j)
+      for (int p = tree; p < parts; p += 2)
+        if (j < slices_of(p)) items.emplace_back(j, p);
+    return items;
   };
-  // The key of `rank`'s item (down, p, j). Only this rank and its parent and children in each tree
-  // are asked about: their reaches are kept in a short list (a table over every rank would cost each
-  // rank O(ranks) memory and time per call, O(ranks^2) for the world).
-  struct KnownReach {
-    int tree;
-    int rank;
-    Reach reach;
-  };
-  std::vector<KnownReach> known;
-  std::vector<std::vector<double>> heights(2);  // per tree, reach_of's memo, filled at first use
-  auto key_of = [&](int rank, bool down, int p, size_t j) {
-    const int tree = p % 2;
-    auto it = std::find_if(known.begin(), known.end(),
-                           [&](const KnownReach& k) { return k.tree == tree && k.rank == rank; });
-    if (it == known.end()) {
-      std::vector<double>& height = heights[static_cast<size_t>(tree)];
-      if (height.empty()) height.assign(layout.hosts.size(), -1);
-      known.push_back({tree, rank, reach_of(layout, rank, tree, intra_hop, inter_hop, height)});
-      it = known.end() - 1;
-    }
-    const Reach& r = it->reach;
-    return Key{(down ? r.down : r.up) + static_cast<double>(j) * slice_time, down ? 1 : 0, p, j};
-  };
-
-  std::vector<TreePlace> place;
-  std::vector<std::vector<PeerWindow>> to_parent(parts);
-  std::vector<std::vector<PeerWindow>> to_children(parts);
-  for (int p = 0; p < parts; ++p) {
-    place.push_back(double_tree_place(layout, me, p % 2));
-    if (place[p].parent >= 0) to_parent[p].emplace_back(place[p].parent, options.slices_in_flight());
-    for (int child : place[p].children)
-      to_children[p].emplace_back(child, options.slices_in_flight());
-  }
-
-  // Every message to this rank, in the sender's key order per sender: up (p, j) from each child,
-  // down (p, j) from the parent (the key's down, part and slice are the message's). Its receive lands
-  // in its own slot of `incoming`. Sized up front: a call at a few thousand ranks posts thousands of
-  // receives per rank, and every rank is inside it at once.
-  struct Message {
-    Key key;  // the sender's
-    int from = 0;
-    size_t slot = 0;  // offset in `incoming`
-    RequestPtr request;
-  };
-  // item_base[down x parts + p] + j: the index of item (down, p, j) among this rank's 2 x slices.
-  std::vector<size_t> item_base(2 * static_cast<size_t>(parts) + 1, 0);
-  size_t peer_slices = 0;
-  for (int d = 0; d < 2; ++d)
-    for (int p = 0; p < parts; ++p) {
-      const size_t at = static_cast<size_t>(d * parts + p);
-      item_base[at + 1] = item_base[at] + slices_of(p);
-      peer_slices += slices_of(p) * (d == 0 ? place[p].children.size() : place[p].parent >= 0);
-    }
-  const size_t n_items = item_base.back();
-  std::vector<Message> messages;
-  messages.reserve(peer_slices);
-  size_t slots = 0;
-  for (int p = 0; p < parts; ++p)
-    for (size_t j = 0; j < slices_of(p); ++j) {
-      const size_t count = piece_of(p, j).count();
-      for (int child : place[p].children) {
-        messages.push_back({key_of(child, false, p, j), child, slots, nullptr});
-        slots += count;
-      }
-      if (place[p].parent >= 0) {
-        messages.push_back({key_of(place[p].parent, true, p, j), place[p].parent, slots, nullptr});
-        slots += count;
+  // Receives from `peers` of every item, each into its own slot of `into` (consecutive per item).
+  auto post_receives = [&](Transport& wire, const std::vector<std::pair<size_t, int>>& items,
+                           const std::vector<int>& peers, const Buffer& into) {
+    std::vector<RequestPtr> received;
+    size_t offset = 0;
+    for (const auto& [j, p] : items) {
+      const size_t count = piece_of(chunking.chunk(p), j).count();
+      for (int peer : peers) {
+        received.push_back(wire.irecv(into.view().slice(offset, count), peer, tag));
+        offset += count;
       }
     }
-  std::sort(messages.begin(), messages.end(), [](const Message& a, const Message& b) {
-    return a.from != b.from ? a.from < b.from : a.key < b.key;
-  });
-  const Buffer incoming = Buffer::like(data, data.dtype(), slots);
-  auto item_of = [&](const Key& k) {
-    return item_base[static_cast<size_t>(k.down * parts + k.part)] + k.slice;
+    return received;
   };
-  // of_item[of_item_begin[i] .. of_item_begin[i + 1]): the messages item i takes in, in `messages`
-  // order.
-  std::vector<size_t> of_item_begin(n_items + 1, 0);
-  for (const Message& m : messages)
-    ++of_item_begin[item_of(m.key) + 1];
-  for (size_t i = 0; i < n_items; ++i)
-    of_item_begin[i + 1] += of_item_begin[i];
-  std::vector<Message*> of_item(messages.size());
-  std::vector<size_t> fill(of_item_begin.begin(), of_item_begin.end() - 1);
-  for (Message& m : messages) {
-    m.request = wire.irecv(incoming.view().slice(m.slot, piece_of(m.key.part, m.key.slice).count()),
-                           m.from, tag);
-    of_item[fill[item_of(m.key)]++] = &m;
-  }
+  auto total_elements = [&](const std::vector<std::pair<size_t, int>>& items, size_t peers) {
+    size_t n = 0;
+    for (const auto& [j, p] : items)
+      n += piece_of(chunking.chunk(p), j).count() * peers;
+    return n;
+  };
+  // Windows per (part, peer) to `peers`.
+  auto windows_to = [&](const std::vector<int>& peers) {
+    std::vector<std::vector<PeerWindow>> windows(static_cast<size_t>(parts));
+    for (int p = 0; p < parts; ++p)
+      for (int peer : peers)
+        windows[static_cast<size_t>(p)].emplace_back(peer, options.slices_in_flight());
+    return windows;
+  };
+  auto drain = [](std::vector<std::vector<PeerWindow>>& windows) {
+    for (std::vector<PeerWindow>& of_part : windows)
+      for (PeerWindow& w : of_part)
+        w.drain();
+  };
 
-  // This rank's items in key order.
-  std::vector<Key> items;
-  items.reserve(n_items);
-  for (int p = 0; p < parts; ++p)
-    for (size_t j = 0; j < slices_of(p); ++j) {
-      items.push_back(key_of(me, false, p, j));
-      items.push_back(key_of(me, true, p, j));
-    }
-  std::sort(items.begin(), items.end());
-  for (const Key& item : items) {
-    const int p = item.part;
-    const BufferView piece = piece_of(p, item.slice);
-    // The slice comes down over what went up: that send first completes.
-    if (item.down && !to_parent[p].empty())
-      to_parent[p].front().wait_for(static_cast<int64_t>(item.slice) + 1);
-    const size_t i = item_of(item);
-    for (size_t k = of_item_begin[i]; k < of_item_begin[i + 1]; ++k) {
-      Message* m = of_item[k];
-      m->request->wait();
-      const BufferView got = incoming.view().slice(m->slot, piece.count());
-      if (item.down) {
-        copy(piece, got);
-      } else {
-        bagua::reduce(piece, got, op);
+  // Up and the root's pass: receive each slice from every child, reduce it into the rank's own (the
+  // children in rank order, so that the sums are the same bits however the passes interleave), send
+  // the sum to `to` (the parent, or at the root the children).
+  auto reduce_pass = [&](Transport& space, int tree, std::vector<int> children,
+                         const std::vector<int>& to) {
+    std::sort(children.begin(), children.end());
+    std::unique_ptr<Transport> lines;
+    Transport& wire = protocol_transport(space, options, lines);
+    const std::vector<std::pair<size_t, int>> items = items_of(tree);
+    const Buffer incoming = Buffer::like(data, data.dtype(), total_elements(items, children.size()));
+    std::vector<RequestPtr> received = post_receives(wire, items, children, incoming);
+    std::vector<std::vector<PeerWindow>> windows = windows_to(to);
+    size_t next = 0;
+    size_t offset = 0;
+    for (const auto& [j, p] : items) {
+      const BufferView piece = piece_of(chunking.chunk(p), j);
+      for (size_t c = 0; c < children.size(); ++c) {
+        received[next++]->wait();
+        bagua::reduce(piece, incoming.view().slice(offset, piece.count()), op);
+        offset += piece.count();
       }
-    }
-    if (!item.down) {
-      if (!to_parent[p].empty()) to_parent[p].front().send(wire, piece, tag);
-    } else {
-      for (PeerWindow& w : to_children[p])
+      for (PeerWindow& w : windows[static_cast<size_t>(p)])
         w.send(wire, piece, tag);
     }
+    drain(windows);
+  };
+  // Down: receive each slice from the parent into `result`, send it to every child.
+  auto broadcast_pass = [&](Transport& space, int tree, int parent, const std::vector<int>& children) {
+    std::unique_ptr<Transport> lines;
+    Transport& wire = protocol_transport(space, options, lines);
+    const std::vector<std::pair<size_t, int>> items = items_of(tree);
+    std::vector<RequestPtr> received;
+    for (const auto& [j, p] : items)
+      received.push_back(wire.irecv(piece_of(result_parts.chunk(p), j), parent, tag));
+    std::vector<std::vector<PeerWindow>> windows = windows_to(children);
+    for (size_t i = 0; i < items.size(); ++i) {
+      const auto& [j, p] = items[i];
+      received[i]->wait();
+      for (PeerWindow& w : windows[static_cast<size_t>(p)])
+        w.send(wire, piece_of(result_parts.chunk(p), j), tag);
+    }
+    drain(windows);
+  };
+
+  std::vector<ConcurrentStream> streams;
+  bool root_of[2] = {false, false};
+  for (int tree = 0; tree < 2; ++tree) {
+    const TreePlace place = double_tree_place(layout, me, tree);
+    if (place.parent < 0) {
+      root_of[tree] = true;
+      streams.push_back({tree, [&, tree, place](Transport& space) {
+                           reduce_pass(space, tree, place.children, place.children);
+                         }});
+      continue;
+    }
+    streams.push_back({tree, [&, tree, place](Transport& space) {
+                         reduce_pass(space, tree, place.children, {place.parent});
+                       }});
+    streams.push_back({tree, [&, tree, place](Transport& space) {
+                         broadcast_pass(space, tree, place.parent, place.children);
+                       }});
   }
-  for (int p = 0; p < parts; ++p) {
-    for (PeerWindow& w : to_parent[p])
-      w.drain();
-    for (PeerWindow& w : to_children[p])
-      w.drain();
-  }
+  transport.concurrently(streams);
+  for (int p = 0; p < parts; ++p)
+    if (!root_of[p % 2]) copy(chunking.chunk(p), result_parts.chunk(p));
 }
 
 }  // namespace bagua::collectives

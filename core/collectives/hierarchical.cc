@@ -44,11 +44,14 @@ void check_options(const IntraHostOptions& options) {
 }
 
 // The pipeline of a kNccl phase: BROADCAST_SLICESTEPS = REDUCE_SLICESTEPS = 1 step per slice, the
-// step being the options' segment, NCCL_STEPS slots per peer per channel (broadcast_pipeline).
+// step being the options' segment, NCCL_STEPS slots per peer per channel (broadcast_pipeline), each
+// slice paying the ring's step latency under Simple (nccl_step_latency).
 PipelineOptions intra_host_pipeline(const IntraHostOptions& options, const Transport& intra,
                                     const BufferView& data) {
   PipelineOptions pipeline = broadcast_pipeline(intra_host_channels(options, intra, data.bytes()));
   pipeline.step = options.segment;
+  pipeline.step_latency =
+      nccl_step_latency(nccl_topology(intra), NcclAlgo::kRing, NcclProtocol::kSimple);
   return pipeline;
 }
 

@@ -39,10 +39,11 @@
 // carry the caller's one tag: every rank posts its sends, and its receives, in one strict order
 // (step, slice, channel), the same on both sides of every pair, so that posting-order matching
 // keeps the channels apart. Under LL and LL128 every message is sent as the protocol's lines (data
-// and flags, protocol_transport): its wire bytes are what the network carries and times. What the
-// simulator cannot tell apart is the protocols' cost per step on the GPU (the flag polling, fences
-// and flushes that ncclTopoTuneModel's latencies charge): every message costs the transport's own
-// latency and overheads whatever its protocol.
+// and flags, protocol_transport): its wire bytes are what the network carries and times. The
+// protocols' cost per step on the GPU (the flag polling, fences and flushes that
+// ncclTopoTuneModel's latencies charge beyond LL's) is each message's StepLatency: on the simulator
+// it leaves that long after its send is posted (nccl_step_latency). NCCL's per-call base latencies
+// (kernel launch and setup, baseLatencies) are not charged.
 #pragma once
 
 #include <memory>
@@ -107,6 +108,25 @@ constexpr int kAllgatherSliceSteps = kNcclSteps / 4;
 // BROADCAST_SLICESTEPS = REDUCE_SLICESTEPS = 1 (src/include/collectives.h).
 constexpr int kBroadcastSliceSteps = 1;
 
+// The GPU's work per step that a message of the transport does not pay (nccl_step_latency): each
+// message (one slice) leaves this long after its send is posted, `intra` between ranks of one host,
+// `inter` across hosts; the sending stream goes on at once. Zero: none (a real backend's GPU does the
+// work itself; the pipelines' own tests).
+struct StepLatency {
+  Time intra;
+  Time inter;
+  bool operator==(const StepLatency&) const = default;
+};
+
+// What a transport offers for StepLatency: a send handed to the network `delay` after the call,
+// without blocking the caller (the simulator's SimTransport). A capability queried with
+// dynamic_cast, as FlowCapable (nccl_flow.h): other backends pay no modelled delay.
+class DelayedSend {
+ public:
+  virtual ~DelayedSend() = default;
+  virtual RequestPtr isend_after(Time delay, const BufferView& data, int dst, Tag tag) = 0;
+};
+
 struct PipelineOptions {
   int channels = 1;                        // C >= 1
   Bytes step = kNcclStepSize;              // > 0: the data bytes of one step
@@ -114,6 +134,9 @@ struct PipelineOptions {
   int slots = kNcclSteps;                  // >= 1
   // How every message travels: under LL and LL128 as the protocol's lines, wire_bytes of its data.
   NcclProtocol protocol = NcclProtocol::kSimple;
+  // Charged per message on a transport that offers DelayedSend: NCCL's collectives set it from
+  // nccl_step_latency for their algorithm and protocol.
+  StepLatency step_latency;
   // Slices of one channel in flight to one peer: slots / slice_steps.
   int slices_in_flight() const;
   // Elements per slice for `element_bytes`-byte elements: step x slice_steps, whole elements, >= 1.
@@ -124,12 +147,14 @@ void validate(const PipelineOptions& options);
 // The defaults with BROADCAST_SLICESTEPS / REDUCE_SLICESTEPS = 1.
 PipelineOptions broadcast_pipeline(int channels = 1);
 
-// `transport` as `protocol` uses it: for Simple `transport` itself; for LL and LL128 an adapter,
-// kept in `lines`, that sends every message as the protocol's lines (its data with a flag per line,
-// the flag being the message's number on its (peer, tag) pair, as NCCL's flag is the step's) and
-// receives it back into the data, checking every flag. The adapter serves one stream of one rank.
-Transport& protocol_transport(Transport& transport, NcclProtocol protocol,
-                              std::unique_ptr<Transport>& lines);
+// `transport` as a pipeline of `options` uses it: `transport` itself for Simple without a step
+// latency (or on a transport without DelayedSend); else an adapter, kept in `adapter`, that sends every
+// message `options.step_latency` late (intra or inter by its peer's host) and, for LL and LL128, as
+// the protocol's lines (its data with a flag per line, the flag being the message's number on its
+// (peer, tag) pair, as NCCL's flag is the step's), receiving them back into the data and checking
+// every flag. The adapter serves one stream of one rank.
+Transport& protocol_transport(Transport& transport, const PipelineOptions& options,
+                              std::unique_ptr<Transport>& adapter);
 
 // ---- The pipelined ring --------------------------------------------------------------------------
 
@@ -180,9 +205,10 @@ TreePlace double_tree_place(const HostLayout& layout, int rank, int tree);
 
 // Allreduce by two binary trees: the buffer is cut into 2 max(1, C / 2) parts, part p reduced up tree
 // p mod 2 and broadcast back down it, slice by slice (slices_in_flight per peer), as NCCL's
-// runTreeUpDown (src/device/all_reduce.h) does on each channel; a slice goes down as soon as the root
-// has it. One rank's code serves both trees and both directions in the order their data should
-// arrive (double_tree.cc), where NCCL gives each channel its own thread block.
+// runTreeSplit (src/device/all_reduce.h) does on each channel; a slice goes down as soon as the root
+// has it. Each tree's up and down passes (the root's one pass) are streams of their own
+// (Transport::concurrently), each tree on its own matching space, as NCCL gives each channel its own
+// thread block, split between the two passes.
 void double_tree_allreduce(Transport& transport, const BufferView& data, ReduceOp op, Tag tag,
                            const PipelineOptions& options = {});
 
@@ -196,18 +222,23 @@ struct NcclTopology {
   // times nChannels) inside a node and across nodes.
   Bandwidth intra_bandwidth;
   Bandwidth inter_bandwidth;
-  bool nvlink = true;           // typeIntra == LINK_NVL (else PCI)
-  Time inter_latency;           // graphs[a]->latencyInter, added to the NET latency (twice: flush)
-  int compute_capability = 70;  // minCompCap = maxCompCap: the paper's V100 (SM 7.0)
-  int max_channels = 2;         // comm->nChannels
+  bool nvlink = true;  // typeIntra == LINK_NVL (else PCI)
+  Time inter_latency;  // graphs[a]->latencyInter, added to the NET latency (twice: flush)
+  // minCompCap = maxCompCap, major x 10 + minor: the cluster's (LinkHint::compute_capability), else
+  // the paper's V100 (SM 7.0). It picks the rows of perChMaxTreeBws, perChMaxRingLL128Bws,
+  // perChMaxTreeLL128Bws and (on one node) llMaxBws, the ring's plateau factor and LL128's rule.
+  int compute_capability = 70;
+  int max_channels = 2;  // comm->nChannels
   // graphs[a]->typeInter <= PATH_PXB: each GPU reaches its NIC through PCIe switches only, as on
-  // DGX-class servers (false: through the CPU, PATH_PHB or SYS). Only LL128's enable rule reads it.
+  // DGX-class servers (false: through the CPU, PATH_PHB or SYS): LinkHint::nic_near_device, else
+  // true. Only LL128's enable rule reads it.
   bool nic_near_gpu = true;
 };
 
-// The topology of `transport`: nodes and ranks from host_layout, bandwidths and the inter-node
-// latency from transport.link_hint() where the transport has one, else NCCL's defaults PCI_BW =
-// NET_BW = 12 GB/s (src/graph/topo.h) and no added latency, intra-node taken as PCI.
+// The topology of `transport`: nodes and ranks from host_layout; bandwidths, the inter-node latency,
+// the compute capability and the NIC's path from transport.link_hint() where the transport has one,
+// else NCCL's defaults PCI_BW = NET_BW = 12 GB/s (src/graph/topo.h) and no added latency, intra-node
+// taken as PCI, SM 7.0.
 NcclTopology nccl_topology(const Transport& transport, int max_channels = 2);
 
 // The model's terms for an allreduce of `bytes` by `algo` under `protocol`, in microseconds and GB/s
@@ -220,6 +251,19 @@ double nccl_bandwidth_gbs(const NcclTopology& topo, NcclAlgo algo, Bytes bytes,
 // time = latency + bytes / (1000 x bandwidth) (ncclTopoGetAlgoTime).
 double nccl_time_us(const NcclTopology& topo, NcclAlgo algo, Bytes bytes,
                     NcclProtocol protocol = NcclProtocol::kSimple);
+// The part of NCCL's per-step latencies that is the GPU's work under `protocol`, which a message of
+// the simulator does not pay: ncclTopoTuneModel's latency of one step of `algo` (hwLatencies inside
+// a node, with the ring's net overhead on several nodes; across nodes hwLatencies[NET], the ring
+// taking the tree's at one rank per node) less LL's, both without latencyInter (the plugin's reported
+// network latency, 0 for IB and sockets, which the simulated message pays as its route's latency).
+// LL's step is its data landing with its flags beside it, polled by the receiver (prims_ll.h): the
+// link's own latency. LL128 adds its warps' flag checks (prims_ll128.h); Simple a system-wide fence
+// and a flag after every slice (postPeer's fence_acq_rel_sys, prims_simple.h) and, across nodes, the
+// proxies' handling and the receiver's flush of what the network wrote (iflush in
+// src/transport/net.cc). Zero on one rank. E.g. the
+// tree across nodes: Simple 14 - 5.0 = 9.0 us, LL128 8.5 - 5.0 = 3.5 us; the ring on NVLink on one
+// node: Simple 3.4 - 0.6 = 2.8 us, LL128 1.9 - 0.6 = 1.3 us.
+StepLatency nccl_step_latency(const NcclTopology& topo, NcclAlgo algo, NcclProtocol protocol);
 // Whether NCCL considers `protocol` when NCCL_PROTO is unset: LL and Simple always; LL128 where
 // ncclTopoTuneModel enables it by default (protoEnable 2): intra-node paths no slower than NVLink
 // through NVSwitch (typeIntra <= PATH_NVB: NVLink, or one GPU per node), the NIC near the GPU

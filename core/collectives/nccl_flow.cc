@@ -153,10 +153,13 @@ struct Sharing {
 // it (1 GiB at 12.5 bytes per ns: 85'899'346 ns for 85'899'345.92).
 constexpr int64_t kProbeBytes = int64_t{1} << 30;
 
-Hop hop_cost(FlowCapable& flow, int src, int dst, Sharing sharing) {
-  const Time alpha = flow.transfer_time(src, dst, Bytes(0));
+// `step`: the protocol's step latency on this kind of hop (PipelineOptions::step_latency), which
+// every message pays before it leaves: alpha's, in the chain and in the window alike.
+Hop hop_cost(FlowCapable& flow, int src, int dst, Sharing sharing, Time step) {
+  const Time empty = flow.transfer_time(src, dst, Bytes(0));
+  const Time alpha = empty + step;
   const double per_byte =
-      static_cast<double>((flow.transfer_time(src, dst, Bytes(kProbeBytes)) - alpha).nanoseconds()) /
+      static_cast<double>((flow.transfer_time(src, dst, Bytes(kProbeBytes)) - empty).nanoseconds()) /
       static_cast<double>(kProbeBytes);
   return {alpha, per_byte, per_byte * sharing.chain, per_byte * sharing.window, flow.ordered_streams()};
 }
@@ -164,15 +167,15 @@ Hop hop_cost(FlowCapable& flow, int src, int dst, Sharing sharing) {
 // The costs of the first pair of each kind among `pairs` (src, dst).
 template <class Pairs>
 HopCosts hop_costs(FlowCapable& flow, const Transport& transport, const Pairs& pairs, const Slicing& s,
-                   Sharing sharing) {
+                   Sharing sharing, const StepLatency& step) {
   HopCosts costs;
   for (const auto& [src, dst] : pairs) {
     const bool between = transport.host_of(src) != transport.host_of(dst);
     if (between && !costs.has_inter) {
-      costs.inter = hop_cost(flow, src, dst, sharing);
+      costs.inter = hop_cost(flow, src, dst, sharing, step.inter);
       costs.has_inter = true;
     } else if (!between && !costs.has_intra) {
-      costs.intra = hop_cost(flow, src, dst, sharing);
+      costs.intra = hop_cost(flow, src, dst, sharing, step.intra);
       costs.has_intra = true;
     }
     if (costs.has_intra && costs.has_inter) break;
@@ -278,7 +281,8 @@ void flow_ring(FlowCapable& flow, Transport& transport, const BufferView& data, 
   const Slicing s =
       slicing(chunk, options.slice_elements(element), element, in_flight, options.protocol);
   const int64_t hops = kind == RingKind::kAllreduce ? 2 * (ranks - 1) : ranks - 1;
-  const HopCosts costs = hop_costs(flow, transport, RingPairs{ranks}, s, {channels, channels});
+  const HopCosts costs =
+      hop_costs(flow, transport, RingPairs{ranks}, s, {channels, channels}, options.step_latency);
   const Time chain_hops = ring_chain(transport, HopCosts::chain_hop(costs.intra, s),
                                      HopCosts::chain_hop(costs.inter, s), hops, rank);
   const Time chain = chain_hops + costs.tail(s, in_flight);
@@ -307,8 +311,8 @@ void flow_chain(FlowCapable& flow, Transport& transport, const BufferView& data,
   const int in_flight = options.slices_in_flight();
   const Slicing s =
       slicing(parts.max_count(), options.slice_elements(element), element, in_flight, options.protocol);
-  const HopCosts costs =
-      hop_costs(flow, transport, RingPairs{ranks}, s, {options.channels, options.channels});
+  const HopCosts costs = hop_costs(flow, transport, RingPairs{ranks}, s,
+                                   {options.channels, options.channels}, options.step_latency);
   // The hops from position 0 to this rank's position (the last rank's is the whole chain).
   const Time chain_hops = ring_chain(transport, HopCosts::chain_hop(costs.intra, s),
                                      HopCosts::chain_hop(costs.inter, s), position, rank);
@@ -367,7 +371,7 @@ void flow_double_tree_allreduce(FlowCapable& flow, Transport& transport, const B
   if (nodes > 1) pairs.emplace_back(layout.hosts[0][0], layout.hosts[1][0]);
   // A rank is inner in one tree (parent and two children) and a leaf in the other (its parent): four
   // peer streams per two parts.
-  const HopCosts costs = hop_costs(flow, transport, pairs, s, {1, 4 * parts / 2});
+  const HopCosts costs = hop_costs(flow, transport, pairs, s, {1, 4 * parts / 2}, options.step_latency);
   size_t most_ranks_per_host = 0;
   for (const std::vector<int>& host : layout.hosts)
     most_ranks_per_host = std::max(most_ranks_per_host, host.size());

@@ -57,12 +57,13 @@
 // slides: the oldest slice frees its slot alpha + tau1 after it left, so W slices take at least
 // alpha + tau1 and each adds max(0, (alpha + tau1) / W - its stream time).
 //
-// The double binary tree (double_tree.cc) forwards slice by slice, each item waiting for its own
-// receives, never a burst: a pipeline whose stages are the hops of the first slice's way (alpha +
-// tau1 each: up the deepest path, down to the rank) and whose slowest stage is the rank's busiest
-// hop, where a slice takes its share (four streams per two parts) and the window's latency. A
-// pipeline takes the sum of its stages and n - 1 times the slowest: chain = the way + n (window
-// latency + share) - tau1 (the first slice's time there, counted on its way).
+// The double binary tree (double_tree.cc) is taken to forward slice by slice, never a burst (true on
+// an ordered transport; on shared links its streams' first slices leave as one, "What it drops"): a
+// pipeline whose stages are the hops of the first slice's way (alpha + tau1 each: up the deepest
+// path, down to the rank) and whose slowest stage is the rank's busiest hop, where a slice takes its
+// share (four streams per two parts) and the window's latency. A pipeline takes the sum of its
+// stages and n - 1 times the slowest: chain = the way + n (window latency + share) - tau1 (the
+// first slice's time there, counted on its way).
 //
 // Worked examples (tests/core/collectives/nccl_flow_test.cc): 4 hosts of one rank on a star of
 // 100 Gbit/s NICs (12.5 bytes per ns) and 1 us links (alpha = 2 us), an allreduce of 8'000'000 B on
@@ -71,20 +72,23 @@
 // links: the chain 6 x (2'000'000 + 160'000) = 12'960'000 ns (the slice-level model: 12'960'006).
 // An ordered broadcast of 4 MiB in 8 slices over 3 hops: 3 x (2'000 + 41'943) + 7 x 41'943 =
 // 425'430 ns, as the slice level. The tree of 4 hosts of 8 ranks, 16 MiB: 2'911'114 ns (the slice
-// level 2'991'936). Measured against the slice-level model on 4 hosts of 8 ranks (10 and 256 MiB,
-// 5 us and 1 ms; the rings and the tree on calls back to back): the rings within 3.0 %, broadcast
-// and reduce within 6.6 %, the double tree within 1.1 % at 5 us and +5.5 to +14.3 % at 1 ms (its
-// window and its NIC sharing, taken for a pipeline's steady state, are pessimistic where the up and
-// down passes are 2 ms apart).
+// level 3'515'308 on shared links, 2'863'221 on an ordered transport). Measured against the
+// slice-level model on 4 hosts of 8 ranks (10 and 256 MiB, 5 us and 1 ms; the rings and the tree on
+// calls back to back): the rings within 3.0 %, broadcast and reduce within 6.6 %, the double tree
+// -25.6 % and -2.4 % at 5 us (its bursts, below), -1.4 % and +0.8 % at 1 ms.
+//
+// NCCL's step latency (PipelineOptions::step_latency, nccl_step_latency): every message leaves that
+// long after its send, so each hop's alpha carries it, in the chain and in the window alike.
 //
 // What it drops: per-step contention dynamics (a step's slices meeting other traffic at different
 // moments), slot stalls other than the window term, the timing of cross traffic within a call (the
 // V bytes move as one flow from the start), the fill of a bandwidth-bound pipeline, the first
 // call's faster window (above), calls of a chain (broadcast, reduce) back to back overlapping one
-// another, the slice level's coupling of the two trees (double_tree.cc serves both trees and both
-// passes from one fiber per rank, in one order: a rank heading one tree waits there while its
-// sends in the other stall; NCCL runs each channel on its own thread block, so the slice level is
-// pessimistic there, up to 25 % at one rank per host), and the per-rank spread of finishing times
+// another, the tree's bursts on links shared max-min (double_tree.cc runs each tree's passes as
+// streams of their own, so a stream's first W slices to a peer leave together and land together;
+// the tree term here forwards slice by slice: flow -17 % to -26 % at 8 ranks per host and 5 us, -7 %
+// at one or two; on an ordered transport, FIFO per pair as NCCL's connections, within 2.5 %), and the
+// per-rank spread of finishing times
 // (every rank's transfers start together; a rank whose hop is fast, NVLink, finishes its transfers
 // early but waits for its own chain). Only meta buffers: the model carries no data, and a
 // materialized buffer is refused with an error naming cluster.collective_granularity.

@@ -1,7 +1,7 @@
 // NCCL's protocols on the wire (core/collectives/nccl.h, "protocol"): how many bytes a message puts
-// on the network, and the adapter that sends every message of a pipelined collective as LL's or
-// LL128's lines, each line carrying its data and a flag (NVIDIA/nccl v2.30.7-1, src/include/device.h
-// and src/device/prims_ll.h, prims_ll128.h).
+// on the network, and the adapter that sends every message of a pipelined collective its step
+// latency late (StepLatency) and as LL's or LL128's lines, each line carrying its data and a flag
+// (NVIDIA/nccl v2.30.7-1, src/include/device.h and src/device/prims_ll.h, prims_ll128.h).
 //
 // Terms:
 //   line     LL: 16 bytes, data1 (4), flag1 (4), data2 (4), flag2 (4) (ncclLLFifoLine); LL128: 128
@@ -179,10 +179,15 @@ class LineRecv final : public Request {
   bool done_ = false;
 };
 
-// The adapter: every message as `protocol_`'s lines over `inner_`.
-class LineTransport final : public Transport {
+// The adapter: every message `step_latency_` late where `delayed_` offers it, and for LL and LL128 as
+// `protocol_`'s lines, over `inner_`.
+class ProtocolTransport final : public Transport {
  public:
-  LineTransport(Transport& inner, NcclProtocol protocol) : inner_(inner), protocol_(protocol) {}
+  ProtocolTransport(Transport& inner, NcclProtocol protocol, StepLatency step_latency)
+      : inner_(inner),
+        protocol_(protocol),
+        step_latency_(step_latency),
+        delayed_(dynamic_cast<DelayedSend*>(&inner)) {}
 
   int rank() const override { return inner_.rank(); }
   int size() const override { return inner_.size(); }
@@ -194,6 +199,7 @@ class LineTransport final : public Transport {
   }
 
   RequestPtr isend(const BufferView& data, int dst, Tag tag) override {
+    if (protocol_ == NcclProtocol::kSimple) return send(data, dst, tag);
     const uint64_t flag = ++sent_[{dst, tag}];
     Buffer wire = wire_buffer(data);
     if (!data.is_meta() && data.count() > 0) {
@@ -206,11 +212,12 @@ class LineTransport final : public Transport {
         copy(wire, lines);
       }
     }
-    RequestPtr inner = inner_.isend(wire.view(), dst, tag);
+    RequestPtr inner = send(wire.view(), dst, tag);
     return std::make_unique<LineSend>(std::move(wire), std::move(inner));
   }
 
   RequestPtr irecv(const BufferView& data, int src, Tag tag) override {
+    if (protocol_ == NcclProtocol::kSimple) return inner_.irecv(data, src, tag);
     const uint64_t flag = ++received_[{src, tag}];
     Buffer wire = wire_buffer(data);
     RequestPtr inner = inner_.irecv(wire.view(), src, tag);
@@ -218,12 +225,21 @@ class LineTransport final : public Transport {
   }
 
  private:
+  // One message to `dst`, its step latency late where the transport can delay it.
+  RequestPtr send(const BufferView& data, int dst, Tag tag) {
+    const Time delay =
+        inner_.host_of(dst) == inner_.host_of(rank()) ? step_latency_.intra : step_latency_.inter;
+    if (delayed_ == nullptr || delay == Time::zero()) return inner_.isend(data, dst, tag);
+    return delayed_->isend_after(delay, data, dst, tag);
+  }
   Buffer wire_buffer(const BufferView& data) const {
     return Buffer::like(data, DType::kU8,
                         static_cast<size_t>(wire_bytes(protocol_, data.bytes()).count()));
   }
   Transport& inner_;
   NcclProtocol protocol_;
+  StepLatency step_latency_;
+  DelayedSend* delayed_;
   std::map<std::pair<int, Tag>, uint64_t> sent_;      // messages so far per (peer, tag)
   std::map<std::pair<int, Tag>, uint64_t> received_;  // receives posted so far per (peer, tag)
 };
@@ -237,11 +253,14 @@ Bytes wire_bytes(NcclProtocol protocol, Bytes payload) {
   return Bytes(ceil_div(payload.count(), f.unit_data()) * f.unit);
 }
 
-Transport& protocol_transport(Transport& transport, NcclProtocol protocol,
-                              std::unique_ptr<Transport>& lines) {
-  if (protocol == NcclProtocol::kSimple) return transport;
-  lines = std::make_unique<LineTransport>(transport, protocol);
-  return *lines;
+Transport& protocol_transport(Transport& transport, const PipelineOptions& options,
+                              std::unique_ptr<Transport>& adapter) {
+  const bool delays =
+      options.step_latency != StepLatency{} && dynamic_cast<DelayedSend*>(&transport) != nullptr;
+  if (options.protocol == NcclProtocol::kSimple && !delays) return transport;
+  adapter = std::make_unique<ProtocolTransport>(transport, options.protocol,
+                                                delays ? options.step_latency : StepLatency{});
+  return *adapter;
 }
 
 }  // namespace bagua::collectives

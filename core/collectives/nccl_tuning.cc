@@ -179,6 +179,8 @@ NcclTopology nccl_topology(const Transport& transport, int max_channels) {
     topo.inter_latency = hint->inter_host_latency;
     // An intra-node link faster than PCI_BW is taken for NVLink.
     topo.nvlink = gigabytes_per_second(hint->intra_host) > kPciBwGBs;
+    topo.compute_capability = hint->compute_capability;
+    topo.nic_near_gpu = hint->nic_near_device;
   } else {
     topo.intra_bandwidth = Bandwidth::gigabytes_per_second(kPciBwGBs);
     topo.inter_bandwidth = Bandwidth::gigabytes_per_second(kNetBwGBs);
@@ -187,31 +189,75 @@ NcclTopology nccl_topology(const Transport& transport, int max_channels) {
   return topo;
 }
 
+namespace {
+
+// ncclTopoTuneModel's latency of one step of `algo` inside a node (intraLat) and across nodes
+// (interLat), in us.
+struct StepLatencies {
+  double intra = 0;
+  double inter = 0;
+};
+StepLatencies step_latencies_us(const NcclTopology& topo, NcclAlgo algo, NcclProtocol protocol) {
+  const bool simple = protocol == NcclProtocol::kSimple;
+  // graphs[a]->latencyInter (the network's reported latency) is added once, and for Simple once more
+  // for the flush.
+  const double added = (simple ? 2 : 1) * topo.inter_latency.microseconds();
+  StepLatencies step;
+  if (algo == NcclAlgo::kRing) {
+    step.intra = (topo.nvlink ? kRingNvlinkLatencyUs : kRingPciLatencyUs)[protocol];
+    // "Inter-node rings still have to launch nsteps * net overhead."
+    if (topo.nodes > 1)
+      step.intra = std::max(step.intra, kNetOverheadUs * (simple ? kSimpleNetOverheadFactor : 1.0));
+    // "With ppn=1 latencies are fully exposed, use the Tree network latency."
+    const double ppn = static_cast<double>(topo.ranks) / topo.nodes;
+    step.inter = (ppn == 1 ? kTreeNetLatencyUs : kRingNetLatencyUs)[protocol] + added;
+    return step;
+  }
+  step.intra = (topo.nvlink ? kTreeNvlinkLatencyUs : kTreePciLatencyUs)[protocol];
+  step.inter = kTreeNetLatencyUs[protocol] + added;
+  return step;
+}
+
+Time from_microseconds(double us) {
+  return Time::ns(std::llround(us * 1000));
+}
+
+}  // namespace
+
 double nccl_latency_us(const NcclTopology& topo, NcclAlgo algo, Bytes bytes, NcclProtocol protocol) {
   check(topo);
   const int ranks = topo.ranks;
   const int nodes = topo.nodes;
   if (ranks <= 1) return 0;
   const bool simple = protocol == NcclProtocol::kSimple;
-  // graphs[a]->latencyInter (the network's reported latency) is added once, and for Simple once more
-  // for the flush.
-  const double added = (simple ? 2 : 1) * topo.inter_latency.microseconds();
+  const StepLatencies step = step_latencies_us(topo, algo, protocol);
   if (algo == NcclAlgo::kRing) {
     const int steps = 2 * (ranks - 1);  // nsteps of an allreduce
-    double intra = (topo.nvlink ? kRingNvlinkLatencyUs : kRingPciLatencyUs)[protocol];
-    if (nodes > 1) intra = std::max(intra, kNetOverheadUs * (simple ? kSimpleNetOverheadFactor : 1.0));
-    const double ppn = static_cast<double>(ranks) / nodes;
-    const double inter = (ppn == 1 ? kTreeNetLatencyUs : kRingNetLatencyUs)[protocol] + added;
     const int inter_steps = nodes == 1 ? 0 : 2 * (nodes - 1);
-    double latency = kRingBaseLatencyUs[protocol] + (steps - inter_steps) * intra + inter_steps * inter;
+    double latency =
+        kRingBaseLatencyUs[protocol] + (steps - inter_steps) * step.intra + inter_steps * step.inter;
     if (simple && nodes > 1 &&
         bytes.count() / (int64_t{topo.max_channels} * ranks) >= kRingPlateauBytes)
       latency *= topo.compute_capability < 80 ? kRingPlateauVolta : kRingPlateau;
     return latency;
   }
-  const double intra = (topo.nvlink ? kTreeNvlinkLatencyUs : kTreePciLatencyUs)[protocol];
-  const double inter = kTreeNetLatencyUs[protocol] + added;
-  return kTreeBaseLatencyUs[protocol] + 2 * ((ranks / nodes - 1) * intra + log2i(nodes) * inter);
+  return kTreeBaseLatencyUs[protocol] +
+         2 * ((ranks / nodes - 1) * step.intra + log2i(nodes) * step.inter);
+}
+
+StepLatency nccl_step_latency(const NcclTopology& topo, NcclAlgo algo, NcclProtocol protocol) {
+  check(topo);
+  if (topo.ranks <= 1) return {};
+  // Without latencyInter: what the network reports (0 from NCCL's IB and socket plugins, "Not set":
+  // ncclIbGetProperties in src/transport/net_ib/init.cc, net_socket.cc), which the model adds once per
+  // network step and once more for Simple's flush; the simulated message pays the network's latency
+  // itself, and hwLatencies[NET], measured with latencyInter = 0, hold the flush's own cost.
+  NcclTopology own = topo;
+  own.inter_latency = Time::zero();
+  const StepLatencies step = step_latencies_us(own, algo, protocol);
+  const StepLatencies ll = step_latencies_us(own, algo, NcclProtocol::kLL);
+  return {from_microseconds(std::max(0.0, step.intra - ll.intra)),
+          from_microseconds(std::max(0.0, step.inter - ll.inter))};
 }
 
 double nccl_bandwidth_gbs(const NcclTopology& topo, NcclAlgo algo, Bytes bytes, NcclProtocol protocol) {
@@ -301,6 +347,7 @@ PipelineOptions nccl_allreduce_pipeline(const NcclTopology& topo, const NcclChoi
   PipelineOptions options;
   options.channels = choice.channels;
   options.protocol = choice.protocol;
+  options.step_latency = nccl_step_latency(topo, choice.algo, choice.protocol);
   if (choice.protocol == NcclProtocol::kSimple) {
     // runTreeUpDown moves single-step slices: ProtoSimple<1, 1> (src/device/all_reduce.h); the ring
     // ALLREDUCE_SLICESTEPS, the default.
@@ -371,9 +418,11 @@ void nccl_allreduce(Transport& transport, const BufferView& data, ReduceOp op, T
 void nccl_allgather(Transport& transport, const BufferView& data, Tag tag) {
   const OperationScope scope("nccl allgather");
   if (transport.size() == 1 || data.count() == 0) return;
+  const NcclTopology topo = nccl_topology(transport);
   PipelineOptions options;
   options.slice_steps = kAllgatherSliceSteps;
-  options.channels = nccl_channels(nccl_topology(transport), NcclAlgo::kRing, data.bytes());
+  options.channels = nccl_channels(topo, NcclAlgo::kRing, data.bytes());
+  options.step_latency = nccl_step_latency(topo, NcclAlgo::kRing, NcclProtocol::kSimple);
   pipelined_allgather(transport, data, tag, options);
 }
 

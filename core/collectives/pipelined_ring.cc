@@ -238,7 +238,7 @@ void pipelined_reduce_scatter(Transport& transport, const BufferView& data, Redu
   if (FlowCapable* flow = flow_granularity(transport))
     return flow_reduce_scatter(*flow, transport, data, tag, options);
   std::unique_ptr<Transport> lines;
-  Transport& wire = protocol_transport(transport, options.protocol, lines);
+  Transport& wire = protocol_transport(transport, options, lines);
   std::vector<RingStep> steps;
   add_reduce_scatter_steps(steps, transport.rank(), transport.size());
   run_ring(wire, data, op, tag, options, steps, Layout::kRankMajor);
@@ -251,7 +251,7 @@ void pipelined_allgather(Transport& transport, const BufferView& data, Tag tag,
   if (FlowCapable* flow = flow_granularity(transport))
     return flow_allgather(*flow, transport, data, tag, options);
   std::unique_ptr<Transport> lines;
-  Transport& wire = protocol_transport(transport, options.protocol, lines);
+  Transport& wire = protocol_transport(transport, options, lines);
   std::vector<RingStep> steps;
   add_allgather_steps(steps, transport.rank(), transport.size());
   run_ring(wire, data, ReduceOp::kSum, tag, options, steps, Layout::kRankMajor);
@@ -266,7 +266,7 @@ void pipelined_ring_allreduce(Transport& transport, const BufferView& data, Redu
   if (FlowCapable* flow = flow_granularity(transport))
     return flow_ring_allreduce(*flow, transport, data, tag, options);
   std::unique_ptr<Transport> lines;
-  Transport& wire = protocol_transport(transport, options.protocol, lines);
+  Transport& wire = protocol_transport(transport, options, lines);
   std::vector<RingStep> steps;
   add_reduce_scatter_steps(steps, transport.rank(), transport.size());
   add_allgather_steps(steps, transport.rank(), transport.size());
@@ -285,7 +285,7 @@ void pipelined_broadcast(Transport& transport, const BufferView& data, int root,
   if (FlowCapable* flow = flow_granularity(transport))
     return flow_broadcast(*flow, transport, data, root, tag, options);
   std::unique_ptr<Transport> lines;
-  Transport& wire = protocol_transport(transport, options.protocol, lines);
+  Transport& wire = protocol_transport(transport, options, lines);
   const int position = mod(transport.rank() - root, ranks);
   const int right = mod(transport.rank() + 1, ranks);
   const int left = mod(transport.rank() - 1, ranks);
@@ -319,7 +319,7 @@ void pipelined_reduce(Transport& transport, const BufferView& data, int root, Re
   if (FlowCapable* flow = flow_granularity(transport))
     return flow_reduce(*flow, transport, data, root, tag, options);
   std::unique_ptr<Transport> lines;
-  Transport& wire = protocol_transport(transport, options.protocol, lines);
+  Transport& wire = protocol_transport(transport, options, lines);
   const int position = mod(transport.rank() - root - 1, ranks);
   const int right = mod(transport.rank() + 1, ranks);
   const int left = mod(transport.rank() - 1, ranks);

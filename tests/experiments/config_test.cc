@@ -451,10 +451,11 @@ TEST(ShippedConfigs, TodaysClusterPresetsLoadAndRun) {
   struct Preset {
     const char* file;
     double nvlink_bytes_per_second, nic_gbps, peak_flops, memory_bytes_per_second;
+    int compute_capability;
     Time exchange;
   };
-  for (const Preset& p : {Preset{"dgx_h100.json", 450e9, 400, 67e12, 3.35e12, Time::us(32)},
-                          Preset{"dgx_a100.json", 300e9, 200, 19.5e12, 2039e9, Time::us(52)}}) {
+  for (const Preset& p : {Preset{"dgx_h100.json", 450e9, 400, 67e12, 3.35e12, 90, Time::us(32)},
+                          Preset{"dgx_a100.json", 300e9, 200, 19.5e12, 2039e9, 80, Time::us(52)}}) {
     SCOPED_TRACE(p.file);
     Json config = parse_json(testing::fake_config_text(), "t");
     config["cluster"] = Json{{"extends", std::string("configs/clusters/") + p.file}};
@@ -467,6 +468,13 @@ TEST(ShippedConfigs, TodaysClusterPresetsLoadAndRun) {
     EXPECT_DOUBLE_EQ(s.nic.bandwidth.gbps(), p.nic_gbps);
     EXPECT_EQ(s.device.peak_flops, p.peak_flops);
     EXPECT_EQ(s.device.memory_bandwidth.bytes_per_second(), p.memory_bytes_per_second);
+    EXPECT_EQ(s.device.compute_capability, p.compute_capability);
+    EXPECT_EQ(s.device.nic_path, netsim::NicPath::kPxb);
+    // The resolved config writes the compute capability (not the V100's default) and leaves out the
+    // default NIC path.
+    const Json& device = e.points[0].resolved["cluster"]["device"];
+    EXPECT_EQ(device["compute_capability"], p.compute_capability / 10.0) << device.dump();
+    EXPECT_FALSE(device.contains("nic_path")) << device.dump();
     std::vector<Time> done(64);
     netsim::Simulation(s).run([&](RankContext& ctx) {
       Transport& t = ctx.transport();

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -425,17 +426,17 @@ TEST(Exactness, QAdamCompressedPhaseKeepsEveryRankOnTheSameWeights) {
 
 // `after` (a collective choice that moves the same bytes differently) trains every rank to exactly
 // `before`'s 16 weights, which moved from zero, and on the simulator finishes no later than `before`
-// (strictly earlier when `strictly_earlier`).
+// (strictly earlier when `strictly_earlier`; no claim on the time when it is empty).
 void expect_same_weights_no_later(Backend backend, const RunSpec& spec, const RunResult& before,
-                                  const RunResult& after, bool strictly_earlier) {
+                                  const RunResult& after, std::optional<bool> strictly_earlier) {
   for (int rank = 0; rank < spec.ranks; ++rank) {
     const auto r = static_cast<size_t>(rank);
     ASSERT_EQ(after.weights[r].size(), 16u) << describe(backend, spec);
     EXPECT_EQ(std::memcmp(before.weights[r].data(), after.weights[r].data(), 16 * sizeof(float)), 0)
         << describe(backend, spec) << ": rank " << rank;
     EXPECT_NE(before.weights[r], std::vector<float>(16, 0.0f)) << "the weights moved";
-    if (backend != Backend::kSim) continue;
-    if (strictly_earlier) {
+    if (backend != Backend::kSim || !strictly_earlier) continue;
+    if (*strictly_earlier) {
       EXPECT_LT(after.train[r].finish, before.train[r].finish)
           << describe(backend, spec) << ": rank " << rank;
     } else {
@@ -472,11 +473,11 @@ TEST(Exactness, BytegradAndQAdamTrainBitIdenticallyWithNcclsAlltoall) {
 TEST(Exactness, BytegradAndQAdamTrainBitIdenticallyWithNcclsAllgather) {
   // ncclAllGather's pipelined ring ("allgather": "nccl") lands every slot where the bulk ring does,
   // and C_LP_S decodes them after the gather: the same weights, bit for bit, on every backend. Only
-  // the time moves: on the simulator, flat over 8 ranks on 4 hosts of 2, the ring crosses hosts on
-  // every second hop and the bulk ring waits for a crossing on each of its 7 steps, the pipelined
-  // one only where a slot's path crosses (nccl_sim_time_test.cc works a 4-rank case by hand), so
-  // every rank finishes earlier; hierarchical, the gather runs among the 4 host leaders, a ring of
-  // equal hops where each slot is one slice, and the pipeline is never slower.
+  // the time moves, and no claim is made on it: the pipeline crosses hosts only where a slot's path
+  // does, where the bulk ring waits for a crossing on each of its 7 steps, but NCCL's ring also pays
+  // NCCL's step latency on every message (Simple: 11.3 us across hosts, 2.4 inside,
+  // nccl_step_latency), which the bulk ring, a plain exchange over the transport, does not
+  // (nccl_sim_time_test.cc works both on 4 ranks by hand).
   Registries reg;
   for (Backend backend : testing::all_backends())
     for (const char* algorithm : {"bytegrad", "qadam"})
@@ -492,7 +493,7 @@ TEST(Exactness, BytegradAndQAdamTrainBitIdenticallyWithNcclsAllgather) {
         RunResult ring = run_algorithm(backend, reg, spec);
         spec.params["allgather"] = std::string("nccl");
         RunResult nccl = run_algorithm(backend, reg, spec);
-        expect_same_weights_no_later(backend, spec, ring, nccl, /*strictly_earlier=*/!hierarchical);
+        expect_same_weights_no_later(backend, spec, ring, nccl, /*strictly_earlier=*/std::nullopt);
       }
 }
 

@@ -49,10 +49,12 @@ Time simulate(const netsim::ClusterSpec& spec, const IntraHostOptions& options,
 
 TEST(IntraHostNcclTime, OneSlicePerHopIsTwoHops) {
   // Q = 3, S = 1 MB. One channel, the slice the whole buffer: the broadcast's slice goes 0 -> 1 ->
-  // 2, the reduce's 1 -> 2 -> 0, each hop u(1 MB) = 2000 + 100'000 ns: 2 u = 204'000 ns. Two
-  // channels of one 500 KB slice each: both slices of a hop share its links from the same instant
-  // and land together at L + 1 MB / B, the same 204'000 ns (in order they would too: the second
-  // lands at L + 1 MB / B either way, and the next hop waits for it).
+  // 2, the reduce's 1 -> 2 -> 0, each hop u(1 MB) = 2000 + 100'000 ns plus NCCL's step latency (the
+  // ring under Simple on one node of PCI-class links, 10 GB/s: hwLatencies[PCI][Ring] 5.7 - 1.0 =
+  // 4.7 us, nccl_step_latency): 2 (u + 4'700) = 213'400 ns. Two channels of one 500 KB slice each:
+  // both slices of a hop leave together and share its links, landing together at 4'700 + L + 1 MB /
+  // B, the same 213'400 ns (in order they would too: the second lands at L + 1 MB / B either way,
+  // and the next hop waits for it).
   const Buffer data = Buffer::meta(DType::kF32, 1'000'000 / 4);
   for (int channels : {1, 2}) {
     const IntraHostOptions options{IntraHostAlgo::kNccl, Bytes(1'000'000 / channels), channels};
@@ -61,19 +63,20 @@ TEST(IntraHostNcclTime, OneSlicePerHopIsTwoHops) {
     const Time up = simulate(one_host(3), options, [&](HierarchicalGroups& g) {
       intra_host_reduce(g, data, ReduceOp::kSum, 1);
     });
-    EXPECT_EQ(down.nanoseconds(), 2 * u_ns(1'000'000)) << channels << " channel(s)";
-    EXPECT_EQ(down.nanoseconds(), 204'000) << channels << " channel(s)";
-    EXPECT_EQ(up.nanoseconds(), 204'000) << channels << " channel(s)";
+    EXPECT_EQ(down.nanoseconds(), 2 * (u_ns(1'000'000) + 4'700)) << channels << " channel(s)";
+    EXPECT_EQ(down.nanoseconds(), 213'400) << channels << " channel(s)";
+    EXPECT_EQ(up.nanoseconds(), 213'400) << channels << " channel(s)";
   }
 }
 
 TEST(IntraHostNcclTime, SlicesInFlightShareTheLinkWhereTheChainSendsOneAtATime) {
   // Q = 3, S = 1 MB in two slices (or segments) of 500 KB on one channel.
   // kChain sends one segment at a time: (Q + k - 2) u(500 KB) = 3 x 52'000 = 156'000 ns.
-  // kNccl has both slices in flight (8 slots): they share rank 0's link and land together at
-  // L + 1 MB / B = 102'000 ns; rank 1 forwards both at once, landing at 204'000 ns. In order (NCCL,
-  // or the simulator with in-order transfer per connection) slice 0 would land at 52'000 ns and the
-  // pipeline would take the chain's 156'000 ns: this is the gap the in-order transfer closes.
+  // kNccl has both slices in flight (8 slots): they leave after the step latency (4.7 us, as
+  // above), share rank 0's link and land together at 4'700 + L + 1 MB / B = 106'700 ns; rank 1
+  // forwards both at once, landing at 213'400 ns. In order (NCCL, or the simulator with in-order
+  // transfer per connection) slice 0 would land at 56'700 ns and the pipeline would take 3 x 56'700
+  // = 170'100 ns: this is the gap the in-order transfer closes.
   const Buffer data = Buffer::meta(DType::kF32, 1'000'000 / 4);
   const Time chain = simulate(one_host(3), {IntraHostAlgo::kChain, Bytes(500'000)},
                               [&](HierarchicalGroups& g) { intra_host_broadcast(g, data, 1); });
@@ -81,7 +84,7 @@ TEST(IntraHostNcclTime, SlicesInFlightShareTheLinkWhereTheChainSendsOneAtATime) 
                              [&](HierarchicalGroups& g) { intra_host_broadcast(g, data, 1); });
   EXPECT_EQ(chain.nanoseconds(), 3 * u_ns(500'000));
   EXPECT_EQ(chain.nanoseconds(), 156'000);
-  EXPECT_EQ(nccl.nanoseconds(), 2 * u_ns(1'000'000));
+  EXPECT_EQ(nccl.nanoseconds(), 2 * (u_ns(1'000'000) + 4'700));
 }
 
 // The paper's cluster (configs/clusters/paper.json: 16 hosts x 8 V100, NVLink 150 GB/s and 1 us per
@@ -132,10 +135,13 @@ TEST(IntraHostNcclTime, PaperLayoutTenMebibyteBucket) {
   // With NCCL's credit slots (transport.model "nccl": 8 slots of 512 KiB per pair) both forms put the
   // same stream on every hop, twenty 512 KiB messages in one order (the chain's segments 0 .. 19, the
   // pipeline's slices (j, channel) of 2 channels x 10), each send completing once it holds a slot:
-  // their times are equal.
+  // their times differ by NCCL's step latency alone, which the pipeline pays (Simple's ring on NVLink
+  // on one node: 3.4 - 0.6 = 2.8 us per message) and the chain does not: 9 x 2.8 = 25.2 us per phase
+  // (measured).
   // Measured (arrival completion, the simulator without in-order transfer): intra-host phases chain
-  // 285.8 us, nccl 842.9 us on 2 channels; hierarchical allreduce chain 2218.7 us, nccl 2775.8 us.
-  // With credit slots: 511.4 us for both phases, 2444.2 us for both allreduces.
+  // 285.8 us, nccl 887.7 us on 2 channels; hierarchical allreduce chain 2218.7 us, nccl 2820.6 us
+  // (842.9 and 2775.8 us before the step latency). With credit slots: phases chain 511.4 us, nccl
+  // 561.8 us; allreduces chain 2444.2 us, nccl 2494.6 us.
   const double lower_us = 2 * (10.0 * 1024 * 1024 / 150e3 + 7 * 2.0);
   const PaperTimes t = paper_times(paper_cluster());
   EXPECT_EQ(t.channels, 2);
@@ -151,8 +157,8 @@ TEST(IntraHostNcclTime, PaperLayoutTenMebibyteBucket) {
   netsim::ClusterSpec credit = paper_cluster();
   credit.transport = netsim::TransportModel::nccl();
   const PaperTimes c = paper_times(credit);
-  EXPECT_EQ(c.nccl_phase, c.chain_phase);
-  EXPECT_EQ(c.nccl, c.chain);
+  EXPECT_EQ(c.nccl_phase - c.chain_phase, Time::ns(2 * 9 * 2'800));
+  EXPECT_EQ(c.nccl - c.chain, Time::ns(2 * 9 * 2'800));
   EXPECT_GE(c.nccl_phase.microseconds(), lower_us);
   std::printf(
       "with transport nccl: intra-host phases chain %.1f us, nccl %.1f us; hierarchical "

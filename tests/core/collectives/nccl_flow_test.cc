@@ -132,6 +132,14 @@ TEST(NcclFlow, TheDoubleTreeForwardsSliceBySlice) {
   // tree: 2'991'936 ns (-2.7 %). The form before charged every hop a burst of W slices sent at once
   // (8 tau between hosts): 3'119'821 ns here (+4.3 %), and +40 to +60 % at 64 and 128 ranks of
   // paper_tcp (10 MiB, 4 and 8 such hops, each 8 tau at the 9.6 GB/s host ceiling).
+  //
+  // The slice-level tree runs each tree's up and down passes as streams of their own (NCCL's
+  // runTreeSplit), whose first W slices to a peer leave at once: on links shared max-min they land
+  // together, so each hop of the first slice's way costs a burst, which the flow form (slice by slice)
+  // does not charge: 3'515'308 ns, flow -17.2 %. On an ordered transport, where one peer's slices move
+  // one after another as on NCCL's connections (FIFO), the bursts are gone: slice 2'863'221 ns, flow
+  // 2'903'115 ns (+1.4 %). The slice level of the one stream per rank that served both trees in one
+  // order, 2'991'936 ns, was within 2.7 % only by its serialization of the four streams.
   const Buffer data = Buffer::meta(DType::kF32, size_t{4} << 20);
   auto body = [&](Transport& tr) {
     PipelineOptions options;
@@ -144,7 +152,40 @@ TEST(NcclFlow, TheDoubleTreeForwardsSliceBySlice) {
   const Time flow_time = simulate(flow(spec), body);
   EXPECT_EQ(flow_time.nanoseconds(), 2'911'114);
   const Time slice_time = simulate(spec, body);
-  EXPECT_LT(relative_error(flow_time, slice_time), 0.03) << slice_time.nanoseconds();
+  EXPECT_NEAR(relative_error(flow_time, slice_time), 0.172, 0.005) << slice_time.nanoseconds();
+  spec.transport.ordered = true;
+  const Time ordered_flow = simulate(flow(spec), body);
+  const Time ordered_slice = simulate(spec, body);
+  EXPECT_LT(relative_error(ordered_flow, ordered_slice), 0.02) << ordered_slice.nanoseconds();
+}
+
+TEST(NcclFlow, TheDoubleTreeOnHostsOfOneTwoAndEightRanks) {
+  // The same 16 MiB tree on 4 hosts of 1, 2 and 8 ranks. The trees' streams are independent (each
+  // tree's up and down passes on their own), so where the slice level's single stream per rank had a
+  // rank heading one tree wait there while its sends in the other stalled (flow -18 % at one rank per
+  // host, -10 % at two), the two now agree within 7 % on links shared max-min (the bursts above) and
+  // within 2.5 % on an ordered transport.
+  const Buffer data = Buffer::meta(DType::kF32, size_t{4} << 20);
+  auto body = [&](Transport& tr) {
+    PipelineOptions options;
+    options.channels = 2;
+    options.slice_steps = 1;
+    double_tree_allreduce(tr, data, ReduceOp::kSum, 1, options);
+  };
+  for (const bool ordered : {false, true})
+    for (const int per_host : {1, 2}) {
+      netsim::ClusterSpec spec = star(4, per_host);
+      spec.intra_host = {Bandwidth::gigabytes_per_second(150), Time::us(1)};
+      spec.transport.ordered = ordered;
+      const Time slice_time = simulate(spec, body);
+      const Time flow_time = simulate(flow(spec), body);
+      std::printf("double tree 16 MiB, 4 hosts of %d, %s: slice %.1f us, flow %.1f us, %+.1f %%\n",
+                  per_host, ordered ? "ordered" : "shared", slice_time.microseconds(),
+                  flow_time.microseconds(), 100 * (flow_time.seconds() / slice_time.seconds() - 1));
+      // Measured: shared -6.8 % (1) and -8.2 % (2); ordered -2.5 % and +1.9 %.
+      EXPECT_LT(relative_error(flow_time, slice_time), ordered ? 0.03 : 0.09)
+          << per_host << (ordered ? " ordered" : " shared");
+    }
 }
 
 TEST(NcclFlow, OnSharedLinksTheWindowGoesInBursts) {
@@ -260,10 +301,13 @@ TEST(NcclFlow, AgreesWithTheSliceModelAt32Ranks) {
             slice_time.microseconds(), flow_time.microseconds(),
             100 * (flow_time.seconds() / slice_time.seconds() - 1));
         // Measured (this test's lines): the rings within 3.0 %, broadcast and reduce within 6.6 %, the
-        // double tree within 1.1 % at 5 us and +14.3 % and +5.5 % at 1 ms (its window: n / W alphas
-        // where the slice level pays ceil(n / W) - 1, and four streams sharing a NIC that the up and
-        // down passes, 2 ms apart, share less).
-        EXPECT_LT(relative_error(flow_time, slice_time), ring ? 0.04 : chain ? 0.10 : 0.15) << c.name;
+        // double tree -25.6 % and -2.4 % at 5 us, -1.4 % and +0.8 % at 1 ms. Its trees and passes
+        // run concurrently at the slice level (double_tree.cc), so that at 1 ms the up and down passes
+        // overlap as the flow form takes them (it was +14.3 % and +5.5 % while one stream per rank
+        // served both); at 5 us and 10 MiB (10 slices per part, W = 8) each hop's first slices leave
+        // as a burst that shares the links max-min, which the flow form's slice-by-slice pipeline does
+        // not charge (TheDoubleTreeForwardsSliceBySlice: on an ordered transport the two agree).
+        EXPECT_LT(relative_error(flow_time, slice_time), ring ? 0.04 : chain ? 0.10 : 0.27) << c.name;
       }
     }
   }

@@ -514,7 +514,9 @@ TEST(NcclProtocols, LinesCarryTheDataAndTheirFlags) {
     testing::run_ranks(testing::Backend::kThreads, 2, [&](RankContext& ctx) {
       Transport& t = ctx.transport();
       std::unique_ptr<Transport> lines;
-      Transport& wire = protocol_transport(t, protocol, lines);
+      PipelineOptions options;
+      options.protocol = protocol;
+      Transport& wire = protocol_transport(t, options, lines);
       EXPECT_NE(&wire, &t);
       for (size_t n = 1; n <= 40; ++n) {
         const Buffer out = Buffer::host(DType::kU8, n);
@@ -529,7 +531,11 @@ TEST(NcclProtocols, LinesCarryTheDataAndTheirFlags) {
     });
   std::unique_ptr<Transport> none;
   testing::run_ranks(testing::Backend::kThreads, 1, [&](RankContext& ctx) {
-    EXPECT_EQ(&protocol_transport(ctx.transport(), NcclProtocol::kSimple, none), &ctx.transport());
+    // Simple, and a step latency on a transport that cannot delay a send (the threads runtime's).
+    PipelineOptions options;
+    EXPECT_EQ(&protocol_transport(ctx.transport(), options, none), &ctx.transport());
+    options.step_latency = {Time::us(1), Time::us(2)};
+    EXPECT_EQ(&protocol_transport(ctx.transport(), options, none), &ctx.transport());
   });
 }
 
@@ -661,6 +667,61 @@ TEST(NcclTuning, LL128IsEnabledOnlyWhereNcclEnablesIt) {
     EXPECT_NE(nccl_choose(pci, Bytes(bytes), NcclProtocolOption::kAuto).protocol, NcclProtocol::kLL128)
         << bytes;
   EXPECT_EQ(nccl_choose(pci, Bytes(4096), NcclProtocolOption::kLL128).protocol, NcclProtocol::kLL128);
+}
+
+// 8 DGX-class nodes of 8 GPUs (configs/clusters/dgx_a100.json, dgx_h100.json): NVSwitch at
+// `nvlink_gbs`, one NIC of `nic_gbps` per GPU, 5 us, SM `compute_capability`.
+NcclTopology dgx(int compute_capability, double nvlink_gbs, double nic_gbps) {
+  NcclTopology topo;
+  topo.nodes = 8;
+  topo.ranks = 64;
+  topo.intra_bandwidth = Bandwidth::gigabytes_per_second(nvlink_gbs);
+  topo.inter_bandwidth = Bandwidth::gbps(nic_gbps);
+  topo.inter_latency = Time::us(5);
+  topo.compute_capability = compute_capability;
+  return topo;
+}
+
+TEST(NcclTuning, TheGpuGenerationPicksItsRows) {
+  // The ring under Simple, 1 MiB (1 MiB / (2 channels x 64 ranks) = 8192 B >= 64: the plateau): 126
+  // steps, 14 across nodes at 14 + 2 x 5 = 24 us, 112 inside at max(3.4, 1.0 x 3) = 3.4 us:
+  // 8.4 + 380.8 + 336 = 725.2 us, x 1.9 on Volta, x 1.4 from SM 8.0 (ncclTopoGetAlgoTime).
+  for (int cc : {70, 80, 90}) {
+    const double plateau = cc == 70 ? 1.9 : 1.4;
+    EXPECT_NEAR(nccl_latency_us(dgx(cc, 300, 200), NcclAlgo::kRing, Bytes(1 << 20)), 725.2 * plateau,
+                1e-9)
+        << cc;
+  }
+  // A100 (SM 8.0), 300 GB/s NVLink, 200 Gbps = 25 GB/s NICs, 1 GiB (no tree correction): the tree's
+  // bus min(25 x .92, 2 channels x perChMaxTreeBws[Ampere][N4] 17.8) = 23, x .5 = 11.5 GB/s; read
+  // with Volta's row (10.0 per channel) it was min(23, 20) x .5 = 10. Under LL128 x 120/128, at most
+  // 2 x perChMaxTreeLL128Bws 20.0: 21.5625 x .5 = 10.78 GB/s (Volta 18.75 x .5 = 9.375).
+  const Bytes gib(int64_t{1} << 30);
+  const NcclTopology a100 = dgx(80, 300, 200);
+  const NcclTopology a100_as_volta = dgx(70, 300, 200);
+  EXPECT_NEAR(nccl_bandwidth_gbs(a100, NcclAlgo::kTree, gib), 11.5, 1e-9);
+  EXPECT_NEAR(nccl_bandwidth_gbs(a100_as_volta, NcclAlgo::kTree, gib), 10.0, 1e-9);
+  EXPECT_NEAR(nccl_bandwidth_gbs(a100, NcclAlgo::kTree, gib, NcclProtocol::kLL128), 10.78125, 1e-9);
+  EXPECT_NEAR(nccl_bandwidth_gbs(a100_as_volta, NcclAlgo::kTree, gib, NcclProtocol::kLL128), 9.375,
+              1e-9);
+  // H100 (SM 9.0), 450 GB/s, 400 Gbps = 50 GB/s: the tree min(46, 2 x 36.0) x .5 = 23 GB/s (Volta's
+  // row: 10); the ring under LL128 min(50 x .92, 2 x perChMaxRingLL128Bws[Hopper] 36.7) = 46, x 64 /
+  // 126 = 23.365 GB/s (Volta's 20.0 per channel: 40 x 64 / 126 = 20.317).
+  const NcclTopology h100 = dgx(90, 450, 400);
+  const NcclTopology h100_as_volta = dgx(70, 450, 400);
+  EXPECT_NEAR(nccl_bandwidth_gbs(h100, NcclAlgo::kTree, gib), 23.0, 1e-9);
+  EXPECT_NEAR(nccl_bandwidth_gbs(h100_as_volta, NcclAlgo::kTree, gib), 10.0, 1e-9);
+  EXPECT_NEAR(nccl_bandwidth_gbs(h100, NcclAlgo::kRing, gib, NcclProtocol::kLL128), 46.0 * 64 / 126,
+              1e-9);
+  EXPECT_NEAR(nccl_bandwidth_gbs(h100_as_volta, NcclAlgo::kRing, gib, NcclProtocol::kLL128),
+              40.0 * 64 / 126, 1e-9);
+  // LL128's rule with the NIC behind the CPU (PATH_PHB): off on an A100, on from SM 9.0 (PXN).
+  NcclTopology far = a100;
+  far.nic_near_gpu = false;
+  EXPECT_FALSE(nccl_protocol_enabled(far, NcclProtocol::kLL128));
+  far = h100;
+  far.nic_near_gpu = false;
+  EXPECT_TRUE(nccl_protocol_enabled(far, NcclProtocol::kLL128));
 }
 
 TEST(NcclTuning, ChannelsAndPipelinesPerProtocol) {
