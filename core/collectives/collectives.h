@@ -149,9 +149,11 @@ NcclProtocolOption parse_nccl_protocol_option(std::string_view name);
 std::vector<std::string> nccl_protocol_option_names();
 
 // The switch: what kNccl runs wherever no protocol is named (a config without "protocol", and every
-// caller that passes none). kSimple, NCCL's Simple protocol on every call, keeps every result computed
-// before LL and LL128 were modelled (results/paper, results/today); kAuto is NCCL's own behaviour.
-inline constexpr NcclProtocolOption kDefaultNcclProtocol = NcclProtocolOption::kSimple;
+// caller that passes none). kAuto, NCCL's own choice per call (its tuning model over LL, LL128 and
+// Simple, with each protocol's step latency charged: nccl.h), is what PyTorch DDP, Horovod and Bagua
+// get, none of which sets NCCL_PROTO; "protocol": "simple" forces NCCL's Simple protocol, as results
+// computed before LL and LL128 were modelled did.
+inline constexpr NcclProtocolOption kDefaultNcclProtocol = NcclProtocolOption::kAuto;
 
 // kMpiTuned's choice for `bytes` on `ranks` ranks. Recursive doubling where Open MPI 4.1's tuned
 // component runs its recursive doubling for a commutative operation (allreduce.cc cites and copies

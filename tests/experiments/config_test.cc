@@ -442,9 +442,11 @@ TEST(ShippedConfigs, ClusterFilesLoad) {
 // Today's presets: 8 DGX systems of 8 GPUs, one NIC per GPU on a rail-optimized fabric. Each loads and
 // runs a tiny exchange with a closed-form time: rank 0 (host 0, GPU 0) sends 1 MB to rank 8 (host 1,
 // GPU 0, the same rail): device link up 1 us + NIC up 5 us + NIC down 5 us + device link down 1 us =
-// 12 us of latency, plus 1e6 B over the NIC: 400 Gbps = 50e9 B/s: 20 us (H100: 32 us in all); 200 Gbps
-// = 25e9 B/s: 40 us (A100: 52 us). Rank 1 sends 1 MB to rank 9 at the same time over its own rail:
-// no sharing, the same time.
+// 12 us of latency, plus 1e6 B over the NIC: 400 Gbps = 50e9 B/s: 20 us; 200 Gbps = 25e9 B/s: 40 us;
+// plus NCCL's per-step network overhead (factors.message_overhead: 1 us on the H100 systems' Intel CPUs,
+// 2 us on the A100 systems' AMD ones) at the sender and again at the receiver: H100 32 + 2 = 34 us in
+// all, A100 52 + 4 = 56 us. Rank 1 sends 1 MB to rank 9 at the same time over its own rail: no
+// sharing, the same time. Both run NCCL's IB transport (credit slots, ordered connections).
 TEST(ShippedConfigs, TodaysClusterPresetsLoadAndRun) {
   const auto components = testing::fake_components();
   const std::filesystem::path source(BAGUA_SOURCE_DIR);
@@ -454,8 +456,8 @@ TEST(ShippedConfigs, TodaysClusterPresetsLoadAndRun) {
     int compute_capability;
     Time exchange;
   };
-  for (const Preset& p : {Preset{"dgx_h100.json", 450e9, 400, 67e12, 3.35e12, 90, Time::us(32)},
-                          Preset{"dgx_a100.json", 300e9, 200, 19.5e12, 2039e9, 80, Time::us(52)}}) {
+  for (const Preset& p : {Preset{"dgx_h100.json", 450e9, 400, 67e12, 3.35e12, 90, Time::us(34)},
+                          Preset{"dgx_a100.json", 300e9, 200, 19.5e12, 2039e9, 80, Time::us(56)}}) {
     SCOPED_TRACE(p.file);
     Json config = parse_json(testing::fake_config_text(), "t");
     config["cluster"] = Json{{"extends", std::string("configs/clusters/") + p.file}};
@@ -470,6 +472,8 @@ TEST(ShippedConfigs, TodaysClusterPresetsLoadAndRun) {
     EXPECT_EQ(s.device.memory_bandwidth.bytes_per_second(), p.memory_bytes_per_second);
     EXPECT_EQ(s.device.compute_capability, p.compute_capability);
     EXPECT_EQ(s.device.nic_path, netsim::NicPath::kPxb);
+    EXPECT_EQ(s.transport.completion, netsim::SendCompletion::kCreditSlots);
+    EXPECT_TRUE(s.transport.ordered);
     // The resolved config writes the compute capability (not the V100's default) and leaves out the
     // default NIC path.
     const Json& device = e.points[0].resolved["cluster"]["device"];

@@ -283,10 +283,10 @@ TEST(NcclSimulatedTime, NcclPicksTheTreeAtHighLatencyAndTheSimulatorAgreesWithIt
   auto nccl_allreduce_on = [&](const netsim::ClusterSpec& at) {
     return simulate(at, [&](Transport& tr) {
       if (tr.rank() == 0) {
-        choice = nccl_choose(nccl_topology(tr), data.bytes());
+        choice = nccl_choose(nccl_topology(tr), data.bytes(), NcclProtocolOption::kSimple);
         model_us = nccl_time_us(nccl_topology(tr), NcclAlgo::kTree, data.bytes());
       }
-      allreduce(tr, data, ReduceOp::kSum, 1, AllreduceAlgo::kNccl);
+      allreduce(tr, data, ReduceOp::kSum, 1, AllreduceAlgo::kNccl, NcclProtocolOption::kSimple);
     });
   };
   const Time nccl = nccl_allreduce_on(spec);

@@ -344,20 +344,21 @@ TEST(NcclTuning, LatenciesAndBandwidthsAreTuningCcs) {
 }
 
 TEST(NcclTuning, TreeForSmallSizesAtManyNodesRingForLarge) {
+  // The Simple protocol's terms (NCCL_PROTO=Simple); the protocols' choice: NcclProtocol tests.
   const NcclTopology topo = paper_cluster();
   // 1 MiB: tree 176.4 + 1048576 / (1000 x 2.875) = 541.1 us; ring 2261 + 166.5 = 2427.5 us: tree.
-  const NcclChoice small = nccl_choose(topo, Bytes(1 << 20));
+  const NcclChoice small = nccl_choose(topo, Bytes(1 << 20), NcclProtocolOption::kSimple);
   EXPECT_EQ(small.algo, NcclAlgo::kTree);
   EXPECT_NEAR(small.time_us, 176.4 + 1048576.0 / 2875.0, 1e-6);
   // 1 GiB: tree 176.4 + 2^30 / 5750 = 186913 us; ring 2261 + 2^30 / 6299.2 = 172720 us: ring.
-  const NcclChoice large = nccl_choose(topo, Bytes(int64_t{1} << 30));
+  const NcclChoice large = nccl_choose(topo, Bytes(int64_t{1} << 30), NcclProtocolOption::kSimple);
   EXPECT_EQ(large.algo, NcclAlgo::kRing);
   EXPECT_EQ(large.channels, 2);
   // One node of 8: ring 8.4 + 14 x 3.4 = 56 us beats tree 8.4 + 2 x 7 x 4.0 = 64.4 us at 1 KiB.
   NcclTopology one = topo;
   one.nodes = 1;
   one.ranks = 8;
-  EXPECT_EQ(nccl_choose(one, Bytes(1024)).algo, NcclAlgo::kRing);
+  EXPECT_EQ(nccl_choose(one, Bytes(1024), NcclProtocolOption::kSimple).algo, NcclAlgo::kRing);
 }
 
 TEST(NcclTuning, ChannelsShrinkForSmallBuffers) {
