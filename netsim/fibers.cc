@@ -141,6 +141,8 @@ std::string describe(const WaitReason& r) {
       return "work (an idle stream)";
     case WaitKind::kTimer:
       return "a timer";
+    case WaitKind::kMeeting:
+      return "the rest of its group at the start of a collective, tag " + std::to_string(r.tag) + in;
   }
   return "something";
 }

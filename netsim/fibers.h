@@ -55,7 +55,8 @@ enum class WaitKind : uint8_t {
   kStreamSync,
   kStreamDrain,
   kStreamIdle,
-  kTimer
+  kTimer,
+  kMeeting  // SimTransport::start_together: the other ranks of the group
 };
 
 // What a blocked fiber waits for, in world ranks.

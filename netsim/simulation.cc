@@ -27,6 +27,25 @@ World::World(const ClusterSpec& spec_in, const SimOptions& options)
         fail(f.rank, engine.now(), std::move(e));
       }) {}
 
+void Meetings::meet(Fibers& fibers, uint64_t group, Tag tag, int group_rank, int size,
+                    bool subgroup) {
+  if (size <= 1) return;
+  const uint64_t n = calls_[{group, tag, group_rank}]++;
+  const std::tuple<uint64_t, Tag, uint64_t> key{group, tag, n};
+  Meeting& meeting = open_[key];
+  if (++meeting.came == size) {
+    meeting.waiters.wake_all(fibers);
+    open_.erase(key);
+    return;
+  }
+  meeting.waiters.add(fibers.current());
+  WaitReason reason;
+  reason.kind = WaitKind::kMeeting;
+  reason.tag = tag;
+  reason.subgroup = subgroup;
+  fibers.block(reason);
+}
+
 void World::comm_begin(int rank) {
   RankTotals& t = totals[static_cast<size_t>(rank)];
   if (t.in_flight++ == 0) t.busy_since = engine.now();

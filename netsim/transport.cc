@@ -567,6 +567,40 @@ bool SimTransport::ordered_streams() const {
   return world_.spec.transport.ordered;
 }
 
+std::vector<double> SimTransport::sharing_factors(
+    std::span<const std::pair<int, int>> transfers) const {
+  const std::vector<Link>& links = world_.topology.links();
+  std::vector<Route> routes;
+  routes.reserve(transfers.size());
+  std::map<int32_t, int> crossing;  // link -> the transfers on it
+  for (const auto& [src, dst] : transfers) {
+    check_peer(src, "sharing_factors");
+    check_peer(dst, "sharing_factors");
+    routes.push_back(world_.topology.route(world_rank(src), world_rank(dst)));
+    for (const int32_t link : routes.back().links)
+      ++crossing[link];
+  }
+  std::vector<double> factors;
+  factors.reserve(transfers.size());
+  for (const Route& route : routes) {
+    double narrowest = 0;  // the route's least capacity, alone
+    for (const int32_t link : route.links) {
+      const double capacity = links[static_cast<size_t>(link)].capacity.bytes_per_second();
+      narrowest = narrowest == 0 ? capacity : std::min(narrowest, capacity);
+    }
+    double shared = narrowest;  // its least capacity, shared
+    for (const int32_t link : route.links)
+      shared = std::min(shared, links[static_cast<size_t>(link)].capacity.bytes_per_second() /
+                                    crossing[link]);
+    factors.push_back(narrowest / shared);
+  }
+  return factors;
+}
+
+void SimTransport::start_together(Tag tag) {
+  world_.meetings.meet(world_.fibers, group_, tag, rank_, size(), !members_.empty());
+}
+
 std::unique_ptr<Transport> SimTransport::subgroup(std::span<const int> ranks) {
   const int me = subgroup_position(*this, ranks);
   std::vector<int> members;

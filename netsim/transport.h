@@ -226,7 +226,8 @@ class Mailbox {
 
 // FlowCapable: NCCL's collectives at the cluster's collective_granularity (slice unless the cluster
 // asks for flow), pause as the fiber's sleep, transfer_time as lone_transfer_time, and ordered_streams
-// as the cluster's transport.ordered. DelayedSend: NCCL's per-step protocol work before a message
+// as the cluster's transport.ordered, sharing_factors from the topology's routes, start_together as
+// a meeting of the group's fibers (World::meetings) at no cost in time. DelayedSend: NCCL's per-step protocol work before a message
 // leaves (core/collectives/nccl.h, StepLatency).
 class SimTransport final : public Transport,
                            public collectives::FlowCapable,
@@ -251,6 +252,10 @@ class SimTransport final : public Transport,
   void pause(Time d) override;
   Time transfer_time(int src, int dst, Bytes bytes) const override;
   bool ordered_streams() const override;
+  // Each transfer's route from the topology; a link's capacity split evenly among the transfers on it.
+  std::vector<double> sharing_factors(std::span<const std::pair<int, int>> transfers) const override;
+  // A meeting of the group's ranks in World::meetings.
+  void start_together(Tag tag) override;
   // native_allreduce: not offered (the default returns false), collectives run the reference algorithm.
 
  private:

@@ -3,7 +3,10 @@
 // Owned by a Simulation; nothing in netsim/ is static.
 #pragma once
 
+#include <cstdint>
 #include <exception>
+#include <map>
+#include <tuple>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -32,6 +35,24 @@ struct Failure {
   std::exception_ptr error;
 };
 
+// Meetings of a group's ranks that take no time (SimTransport::start_together): the n-th call for a
+// group's tag on each of its ranks meets the n-th on every other; the fibers that came before the last
+// one wait, and are woken, in the order they came, when it comes.
+class Meetings {
+ public:
+  // Blocks the calling fiber until `size` ranks of `group` have met for `tag` this time.
+  void meet(Fibers& fibers, uint64_t group, Tag tag, int group_rank, int size,
+            bool subgroup);
+
+ private:
+  struct Meeting {
+    int came = 0;
+    WaitList waiters;
+  };
+  std::map<std::tuple<uint64_t, Tag, int>, uint64_t> calls_;  // (group, tag, rank): its meetings so far
+  std::map<std::tuple<uint64_t, Tag, uint64_t>, Meeting> open_;  // (group, tag, n): the ones not yet met
+};
+
 class World {
  public:
   World(const ClusterSpec& spec, const SimOptions& options);
@@ -52,6 +73,7 @@ class World {
   std::vector<RankTotals> totals;
   std::optional<Failure> failure;
   Mailbox mailbox;
+  Meetings meetings;
   Fibers fibers;  // last: destroyed first, so that unwinding fibers still find everything above
 };
 

@@ -237,6 +237,7 @@ void exchange(FlowCapable& flow, Transport& transport, const BufferView& data, T
     if (send[c] > 0)
       requests.push_back(transport.isend(scratch.view().slice(0, wire(send[c])), right, tag));
   }
+  flow.start_together(tag);
   if (term > Time::zero()) flow.pause(term);
   wait_all(requests);
 }
@@ -349,6 +350,52 @@ void flow_reduce(FlowCapable& flow, Transport& transport, const BufferView& data
   flow_chain(flow, transport, data, mod(root + 1, transport.size()), tag, options);
 }
 
+namespace {
+
+// The tree's window rates: every stream of the busiest host at once (each rank's parent and children
+// in both trees, `parts_per_tree` parts each), each link's capacity shared evenly among those on it
+// (FlowCapable::sharing_factors), the slowest stream of each kind setting its hop's. The busiest host
+// has the most peers on other hosts over both trees (the first of them): an inner host of a tree has
+// three, its parent and two children, and in the other tree is a leaf, one. On hosts of one NIC its
+// two heads' four streams share the NIC; on a NIC per rank (a rail-optimized DGX) the inner head's
+// three share its NIC.
+void tree_shares(FlowCapable& flow, const Transport& transport, const HostLayout& layout,
+                 int parts_per_tree, HopCosts& costs) {
+  const int nodes = static_cast<int>(layout.hosts.size());
+  int busiest = 0;
+  int most = -1;
+  for (int node = 0; node < nodes; ++node) {
+    int peers = 0;
+    for (int tree = 0; tree < 2; ++tree) {
+      const NodeLinks links = dtree_links(nodes, node, tree);
+      peers += (links.parent >= 0) + (links.child0 >= 0) + (links.child1 >= 0);
+    }
+    if (peers > most) {
+      most = peers;
+      busiest = node;
+    }
+  }
+  std::vector<std::pair<int, int>> streams;
+  for (const int rank : layout.hosts[static_cast<size_t>(busiest)])
+    for (int tree = 0; tree < 2; ++tree) {
+      const TreePlace place = double_tree_place(layout, rank, tree);
+      if (place.parent >= 0) streams.emplace_back(rank, place.parent);
+      for (const int child : place.children)
+        streams.emplace_back(rank, child);
+    }
+  double intra = 1;
+  double inter = 1;
+  const std::vector<double> factors = flow.sharing_factors(streams);
+  for (size_t i = 0; i < streams.size(); ++i) {
+    const bool between = transport.host_of(streams[i].first) != transport.host_of(streams[i].second);
+    (between ? inter : intra) = std::max(between ? inter : intra, factors[i]);
+  }
+  costs.intra.window_ns_per_byte = costs.intra.ns_per_byte * intra * parts_per_tree;
+  costs.inter.window_ns_per_byte = costs.inter.ns_per_byte * inter * parts_per_tree;
+}
+
+}  // namespace
+
 void flow_double_tree_allreduce(FlowCapable& flow, Transport& transport, const BufferView& data,
                                 Tag tag, const PipelineOptions& options) {
   // Part p goes up tree p mod 2 and back down it: a rank sends the part to its parent and to each
@@ -369,9 +416,8 @@ void flow_double_tree_allreduce(FlowCapable& flow, Transport& transport, const B
   std::vector<std::pair<int, int>> pairs;
   if (layout.hosts[0].size() > 1) pairs.emplace_back(layout.hosts[0][0], layout.hosts[0][1]);
   if (nodes > 1) pairs.emplace_back(layout.hosts[0][0], layout.hosts[1][0]);
-  // A rank is inner in one tree (parent and two children) and a leaf in the other (its parent): four
-  // peer streams per two parts.
-  const HopCosts costs = hop_costs(flow, transport, pairs, s, {1, 4 * parts / 2}, options.step_latency);
+  HopCosts costs = hop_costs(flow, transport, pairs, s, {1, 1}, options.step_latency);
+  tree_shares(flow, transport, layout, parts / 2, costs);
   size_t most_ranks_per_host = 0;
   for (const std::vector<int>& host : layout.hosts)
     most_ranks_per_host = std::max(most_ranks_per_host, host.size());
@@ -424,6 +470,7 @@ void flow_double_tree_allreduce(FlowCapable& flow, Transport& transport, const B
     const Time window = costs.window(s, in_flight, s.slices, s.burst + s.rest);
     longest_wait = std::max({longest_wait, chain, window});
   }
+  flow.start_together(tag);
   if (longest_wait > Time::zero()) flow.pause(longest_wait);
   wait_all(requests);
 }

@@ -36,8 +36,17 @@
 // and waits, concurrently, for the larger of the chain and the window, computed from the transport's
 // hop times along the rank's own chain (the K hops ending at the rank; intra-host and inter-host
 // hops each costed by the first pair of its kind on the ring, or on the tree: the hosts' first two
-// heads). On the ring the C channels' slices leave together (C streams share a hop); on the tree a
-// rank's parent and children (four streams per two parts) share its window, one stream its chain.
+// heads). On the ring the C channels' slices leave together (C streams share a hop); on the tree the
+// streams of the busiest host, every rank's parent and children in both trees, share the links they
+// cross (FlowCapable::sharing_factors: an inner host's head sends to three peers on other hosts, and
+// on hosts of one NIC the other tree's head, a leaf there, adds a fourth; on a NIC per rank, a
+// rail-optimized DGX, the head's NIC carries its three), one stream its chain.
+//
+// The start. The chain and the window run from the moment the last rank of the group has come
+// (FlowCapable::start_together, a meeting that takes no simulated time): a rank's result holds every
+// rank's data (the rings, the tree) or its predecessors' (broadcast, reduce; a late successor holds
+// them too once its W slots are full), so no rank's pipeline runs ahead of the last to start. The
+// transfers are posted on arrival, as NCCL's kernels post theirs.
 //
 // The window. At most W slices are in flight per peer. On shared links the W slices in flight
 // share the link max-min, land together and free their slots together, so the next W go out
@@ -61,7 +70,7 @@
 // an ordered transport; on shared links its streams' first slices leave as one, "What it drops"): a
 // pipeline whose stages are the hops of the first slice's way (alpha + tau1 each: up the deepest
 // path, down to the rank) and whose slowest stage is the rank's busiest hop, where a slice takes its
-// share (four streams per two parts) and the window's latency. A pipeline takes the sum of its
+// share (its stream's share of the busiest links, above) and the window's latency. A pipeline takes the sum of its
 // stages and n - 1 times the slowest: chain = the way + n (window latency + share) - tau1 (the
 // first slice's time there, counted on its way).
 //
@@ -72,7 +81,9 @@
 // links: the chain 6 x (2'000'000 + 160'000) = 12'960'000 ns (the slice-level model: 12'960'006).
 // An ordered broadcast of 4 MiB in 8 slices over 3 hops: 3 x (2'000 + 41'943) + 7 x 41'943 =
 // 425'430 ns, as the slice level. The tree of 4 hosts of 8 ranks, 16 MiB: 2'911'114 ns (the slice
-// level 3'515'308 on shared links, 2'863'221 on an ordered transport). Measured against the
+// level 3'515'308 on shared links, 2'863'221 on an ordered transport); on a NIC per rank 2'240'025 ns.
+// Rank 3 of the first ring starting 1 ms late, on an ordered transport: 1'960'000 and 1'962'000 ns
+// (the slice level 1'813'778 to 1'962'006). Measured against the
 // slice-level model on 4 hosts of 8 ranks (10 and 256 MiB, 5 us and 1 ms; the rings and the tree on
 // calls back to back): the rings within 3.0 %, broadcast and reduce within 6.6 %, the double tree
 // -25.6 % and -2.4 % at 5 us (its bursts, below), -1.4 % and +0.8 % at 1 ms.
@@ -87,15 +98,20 @@
 // another, the tree's bursts on links shared max-min (double_tree.cc runs each tree's passes as
 // streams of their own, so a stream's first W slices to a peer leave together and land together;
 // the tree term here forwards slice by slice: flow -17 % to -26 % at 8 ranks per host and 5 us, -7 %
-// at one or two; on an ordered transport, FIFO per pair as NCCL's connections, within 2.5 %), and the
-// per-rank spread of finishing times
-// (every rank's transfers start together; a rank whose hop is fast, NVLink, finishes its transfers
-// early but waits for its own chain). Only meta buffers: the model carries no data, and a
+// at one or two; on an ordered transport, FIFO per pair as NCCL's connections, within 2.5 %), the
+// per-rank spread of finishing times (every rank's terms start together; a rank whose hop is fast,
+// NVLink, finishes its transfers early but waits for its own chain; on a ring, the ranks after a late
+// one get their last slices earlier than the last to start plus a whole chain), and a late rank's
+// neighbours' early slices going out as bursts on links shared max-min (the slice level's ring with
+// one rank 1 ms late: +800 us more). Only meta buffers: the model carries no data, and a
 // materialized buffer is refused with an error naming cluster.collective_granularity.
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/collectives/nccl.h"
 #include "core/transport.h"
@@ -122,6 +138,13 @@ class FlowCapable {
   // Whether the messages from one rank to another move one after another, an ordered byte stream
   // (netsim's TransportModel::ordered), rather than sharing the links at once.
   virtual bool ordered_streams() const = 0;
+  // For each of `transfers` ((src, dst) group ranks, all moving at once): how many times longer it
+  // takes than alone, each link's capacity split evenly among the transfers that cross it (>= 1; the
+  // most over its route's links of their share against the route's narrowest link alone).
+  virtual std::vector<double> sharing_factors(std::span<const std::pair<int, int>> transfers) const = 0;
+  // Blocks the calling stream until every rank of the group has called it for `tag` as many times as
+  // this rank has; no time passes (the last to come returns at once, the others then).
+  virtual void start_together(Tag tag) = 0;
 };
 
 // The transport's flow capability where its granularity is kFlow, else null.

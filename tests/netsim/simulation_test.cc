@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "core/collectives/nccl_flow.h"
 #include "tests/netsim/support.h"
 
 namespace bagua::netsim {
@@ -452,6 +453,62 @@ TEST(Simulation, ADeadlockNamesTheBlockedRanksAndWhatTheyWaitFor) {
   EXPECT_NE(what.find("deadlock at 2.000 us"), std::string::npos) << what;
   EXPECT_NE(what.find("rank 0 waits for a receive from rank 1 tag 5"), std::string::npos) << what;
   EXPECT_NE(what.find("rank 1 waits for a receive from rank 0 tag 5"), std::string::npos) << what;
+}
+
+collectives::FlowCapable& flow_of(RankContext& ctx) {
+  auto* flow = dynamic_cast<collectives::FlowCapable*>(&ctx.transport());
+  BAGUA_CHECK(flow != nullptr, "the simulator's transport is FlowCapable");
+  return *flow;
+}
+
+TEST(Simulation, StartTogetherReturnsWhenTheLastRankHasComeAndTakesNoTime) {
+  // Three ranks come to a meeting of tag 7 at 0, 300 and 700 ns: all leave at 700. Their second
+  // meeting of that tag, rank 0 coming 100 ns later than the others: all leave at 800. A meeting of
+  // another tag in between does not mix with them.
+  std::vector<Time> first(3), second(3);
+  Simulation(hosts_spec(3)).run([&](RankContext& ctx) {
+    const int r = ctx.transport().rank();
+    ctx.clock().sleep(Time::ns(r == 0 ? 0 : r == 1 ? 300 : 700));
+    flow_of(ctx).start_together(7);
+    first[static_cast<size_t>(r)] = ctx.clock().now();
+    flow_of(ctx).start_together(8);
+    if (r == 0) ctx.clock().sleep(Time::ns(100));
+    flow_of(ctx).start_together(7);
+    second[static_cast<size_t>(r)] = ctx.clock().now();
+  });
+  EXPECT_EQ(first, std::vector<Time>(3, Time::ns(700)));
+  EXPECT_EQ(second, std::vector<Time>(3, Time::ns(800)));
+}
+
+TEST(Simulation, AMeetingNobodyElseComesToIsADeadlockNamingIt) {
+  std::string what;
+  try {
+    Simulation(hosts_spec(2)).run([&](RankContext& ctx) {
+      if (ctx.transport().rank() == 0) flow_of(ctx).start_together(4);
+    });
+    ADD_FAILURE() << "no deadlock reported";
+  } catch (const InternalError& e) {
+    what = e.what();
+  }
+  EXPECT_NE(what.find("rank 0 waits for the rest of its group at the start of a collective, tag 4"),
+            std::string::npos)
+      << what;
+}
+
+TEST(Simulation, SharingFactorsSplitEachLinkEvenly) {
+  // Two hosts of two ranks: 0 -> 2 and 1 -> 3 cross host 0's NIC up-link and host 1's down-link, two
+  // transfers each: twice as long as alone. 0 -> 1 stays in the host, on rank 0's device link up, which
+  // it shares with 0 -> 2: twice too. 2 -> 0 goes the other way on every link: alone.
+  std::vector<double> factors;
+  std::vector<double> alone;
+  Simulation(hosts_spec(2, 2)).run([&](RankContext& ctx) {
+    if (ctx.transport().rank() != 0) return;
+    const std::vector<std::pair<int, int>> transfers{{0, 2}, {1, 3}, {0, 1}, {2, 0}};
+    factors = flow_of(ctx).sharing_factors(transfers);
+    alone = flow_of(ctx).sharing_factors(std::vector<std::pair<int, int>>{{0, 2}});
+  });
+  EXPECT_EQ(factors, (std::vector<double>{2, 2, 2, 1}));
+  EXPECT_EQ(alone, std::vector<double>{1});
 }
 
 TEST(Simulation, ADeadlockOnAStreamNamesTheStream) {
