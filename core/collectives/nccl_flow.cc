@@ -352,6 +352,41 @@ void flow_reduce(FlowCapable& flow, Transport& transport, const BufferView& data
 
 namespace {
 
+// What the flow tree needs of the hosts' two trees (ncclGetDtree over `nodes` hosts): each tree's
+// deepest path (hops from a host to the root) and the host with the most peers over both trees (the
+// first of them). A function of `nodes` alone, so the last answer is kept per thread: every rank of a
+// call, and every call of a run, asks for the same one (O(nodes log nodes) to compute).
+struct HostTrees {
+  int nodes = -1;
+  int depth[2] = {0, 0};
+  int busiest = 0;
+};
+
+const HostTrees& host_trees(int nodes) {
+  thread_local HostTrees last;
+  if (last.nodes == nodes) return last;
+  HostTrees t;
+  t.nodes = nodes;
+  int most = -1;
+  for (int node = 0; node < nodes; ++node) {
+    int peers = 0;
+    for (int tree = 0; tree < 2; ++tree) {
+      const NodeLinks links = dtree_links(nodes, node, tree);
+      peers += (links.parent >= 0) + (links.child0 >= 0) + (links.child1 >= 0);
+      int depth = 0;
+      for (int at = node; dtree_links(nodes, at, tree).parent >= 0; at = dtree_links(nodes, at, tree).parent)
+        ++depth;
+      t.depth[tree] = std::max(t.depth[tree], depth);
+    }
+    if (peers > most) {
+      most = peers;
+      t.busiest = node;
+    }
+  }
+  last = t;
+  return last;
+}
+
 // The tree's window rates: every stream of the busiest host at once (each rank's parent and children
 // in both trees, `parts_per_tree` parts each), each link's capacity shared evenly among those on it
 // (FlowCapable::sharing_factors), the slowest stream of each kind setting its hop's. The busiest host
@@ -361,20 +396,7 @@ namespace {
 // three share its NIC.
 void tree_shares(FlowCapable& flow, const Transport& transport, const HostLayout& layout,
                  int parts_per_tree, HopCosts& costs) {
-  const int nodes = static_cast<int>(layout.hosts.size());
-  int busiest = 0;
-  int most = -1;
-  for (int node = 0; node < nodes; ++node) {
-    int peers = 0;
-    for (int tree = 0; tree < 2; ++tree) {
-      const NodeLinks links = dtree_links(nodes, node, tree);
-      peers += (links.parent >= 0) + (links.child0 >= 0) + (links.child1 >= 0);
-    }
-    if (peers > most) {
-      most = peers;
-      busiest = node;
-    }
-  }
+  const int busiest = host_trees(static_cast<int>(layout.hosts.size())).busiest;
   std::vector<std::pair<int, int>> streams;
   for (const int rank : layout.hosts[static_cast<size_t>(busiest)])
     for (int tree = 0; tree < 2; ++tree) {
@@ -445,14 +467,7 @@ void flow_double_tree_allreduce(FlowCapable& flow, Transport& transport, const B
         requests.push_back(transport.isend(piece, child, tag));
     }
     // The deepest path up: a host's chain below its head, then the hosts' tree to its root.
-    int host_depth = 0;
-    for (int node = 0; node < nodes; ++node) {
-      int depth = 0;
-      for (int at = node; dtree_links(nodes, at, tree).parent >= 0;
-           at = dtree_links(nodes, at, tree).parent)
-        ++depth;
-      host_depth = std::max(host_depth, depth);
-    }
+    const int host_depth = host_trees(nodes).depth[tree];
     const int64_t up_intra = static_cast<int64_t>(most_ranks_per_host) - 1;
     // Down to this rank: its own path to the root.
     int64_t down_intra = 0;
