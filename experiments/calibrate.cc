@@ -265,8 +265,10 @@ LinkFit fit_pair(const PairMeasurement& p, const CalibrationOptions& o) {
   int64_t from = p.pingpong.back().size.count() / 64;
   if (p.pingpong.size() < 2 || p.pingpong[p.pingpong.size() - 2].size.count() < from) from = 0;
   double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  Bytes first_fitted = p.pingpong.back().size;  // the smallest size the fit uses
   for (const SizeSamples& s : p.pingpong) {
     if (s.size.count() < from) continue;
+    first_fitted = std::min(first_fitted, s.size);
     const double x = static_cast<double>(s.size.count());
     const double y = median_ns(s.one_way);
     n += 1;
@@ -279,10 +281,18 @@ LinkFit fit_pair(const PairMeasurement& p, const CalibrationOptions& o) {
   const double slope = den > 0 ? (n * sxy - sx * sy) / den : 0;  // ns per byte
   const SizeSamples& largest = p.pingpong.back();
   const double large_median = median_ns(largest.one_way);
-  if (!(slope > 0) || large_median <= small_median) {
+  if (large_median <= small_median) {
     throw CalibrationError(who + format_bytes(largest.size) + " messages are not slower than " +
                            format_bytes(smallest.size) + " ones (" + us_text(large_median) + " and " +
                            us_text(small_median) + " one way): raise --max-size");
+  }
+  if (!(slope > 0)) {
+    throw CalibrationError(who + "the one-way time does not grow with the size from " +
+                           format_bytes(first_fitted) +
+                           " to " + format_bytes(largest.size) + " (the medians' least-squares slope is " +
+                           std::to_string(slope) + " ns per byte; " + format_bytes(largest.size) +
+                           " messages take " + us_text(large_median) +
+                           "): the timings are noise, rerun on a quieter machine");
   }
   const double large_spread = spread_ns(largest.one_way);
   if (large_median - small_median <= large_spread) {

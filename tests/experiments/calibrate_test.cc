@@ -201,6 +201,21 @@ TEST(Calibrate, BadMeasurementsSayWhatIsWrong) {
   // The largest size no slower than the smallest.
   EXPECT_NE(fit_error(synthetic(Time::us(1), Time::us(10))).find("raise --max-size"),
             std::string::npos);
+  // The largest slower than the smallest, but among the sizes the fit uses (from 1 MiB / 64 up) the
+  // times fall as the sizes grow: 512 KiB in 800 us, 1 MiB in 600 us, a slope below zero. Noise (a
+  // loaded machine), not a message size too small: it said "raise --max-size" while 1 MiB took a
+  // hundred times longer than 8 B.
+  Measurements noisy = synthetic(Time::us(1), Time::us(600));
+  noisy.intra->pingpong.insert(noisy.intra->pingpong.begin() + 1,
+                               {Bytes(512 << 10), {Time::us(800), Time::us(800), Time::us(800),
+                                                   Time::us(800)}});
+  const std::string error = fit_error(noisy);
+  EXPECT_NE(error.find("ranks 0 and 1: the one-way time does not grow with the size from 512 KiB "
+                       "to 1 MiB"),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("rerun on a quieter machine"), std::string::npos) << error;
+  EXPECT_EQ(error.find("raise --max-size"), std::string::npos) << error;
 }
 
 TEST(Calibrate, OptionsAreChecked) {
