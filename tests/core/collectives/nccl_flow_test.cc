@@ -40,6 +40,15 @@ Time simulate(const netsim::ClusterSpec& spec, const std::function<void(Transpor
   return simulation.run([&](RankContext& ctx) { body(ctx.transport()); });
 }
 
+// The double tree these tests time: two channels, so two parts, one per tree, in slices of one step
+// (runTreeUpDown's ProtoSimple<1, 1>).
+void tree_of_two_parts(Transport& tr, const BufferView& data) {
+  PipelineOptions options;
+  options.channels = 2;
+  options.slice_steps = 1;
+  double_tree_allreduce(tr, data, ReduceOp::kSum, 1, options);
+}
+
 double relative_error(Time flow_time, Time slice_time) {
   return std::abs(flow_time.seconds() - slice_time.seconds()) / slice_time.seconds();
 }
@@ -142,12 +151,7 @@ TEST(NcclFlow, TheDoubleTreeForwardsSliceBySlice) {
   // 2'903'115 ns (+1.4 %). The slice level of the one stream per rank that served both trees in one
   // order, 2'991'936 ns, was within 2.7 % only by its serialization of the four streams.
   const Buffer data = Buffer::meta(DType::kF32, size_t{4} << 20);
-  auto body = [&](Transport& tr) {
-    PipelineOptions options;
-    options.channels = 2;
-    options.slice_steps = 1;
-    double_tree_allreduce(tr, data, ReduceOp::kSum, 1, options);
-  };
+  auto body = [&](Transport& tr) { tree_of_two_parts(tr, data); };
   netsim::ClusterSpec spec = star(4, 8);
   spec.intra_host = {Bandwidth::gigabytes_per_second(150), Time::us(1)};
   const Time flow_time = simulate(flow(spec), body);
@@ -173,12 +177,7 @@ TEST(NcclFlow, TheDoubleTreeOnANicPerRank) {
   // against the slice level at 16 DGX H100 systems (GPT-2 XL's 41 MB buckets: 1'979 us, the slice
   // level 1'561).
   const Buffer data = Buffer::meta(DType::kF32, size_t{4} << 20);
-  auto body = [&](Transport& tr) {
-    PipelineOptions options;
-    options.channels = 2;
-    options.slice_steps = 1;
-    double_tree_allreduce(tr, data, ReduceOp::kSum, 1, options);
-  };
+  auto body = [&](Transport& tr) { tree_of_two_parts(tr, data); };
   netsim::ClusterSpec spec = star(4, 8);
   spec.intra_host = {Bandwidth::gigabytes_per_second(150), Time::us(1)};
   spec.topology = {"rail_optimized", {{"hosts_per_leaf", ParamValue(int64_t{4})}}};
@@ -238,12 +237,7 @@ TEST(NcclFlow, TheDoubleTreeOnHostsOfOneTwoAndEightRanks) {
   // host, -10 % at two), the two now agree within 7 % on links shared max-min (the bursts above) and
   // within 2.5 % on an ordered transport.
   const Buffer data = Buffer::meta(DType::kF32, size_t{4} << 20);
-  auto body = [&](Transport& tr) {
-    PipelineOptions options;
-    options.channels = 2;
-    options.slice_steps = 1;
-    double_tree_allreduce(tr, data, ReduceOp::kSum, 1, options);
-  };
+  auto body = [&](Transport& tr) { tree_of_two_parts(tr, data); };
   for (const bool ordered : {false, true})
     for (const int per_host : {1, 2}) {
       netsim::ClusterSpec spec = star(4, per_host);
@@ -333,12 +327,7 @@ const Case kCases[] = {
     {"broadcast", [](Transport& tr, const BufferView& d) { pipelined_broadcast(tr, d, 3, 1); }},
     {"reduce",
      [](Transport& tr, const BufferView& d) { pipelined_reduce(tr, d, 5, ReduceOp::kSum, 1); }},
-    {"double tree", [](Transport& tr, const BufferView& d) {
-       PipelineOptions options;
-       options.channels = 2;
-       options.slice_steps = 1;
-       double_tree_allreduce(tr, d, ReduceOp::kSum, 1, options);
-     }}};
+    {"double tree", tree_of_two_parts}};
 
 TEST(NcclFlow, AgreesWithTheSliceModelAt32Ranks) {
   for (const Time latency : {Time::us(5), Time::ms(1)}) {
