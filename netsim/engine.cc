@@ -1,6 +1,7 @@
 #include "netsim/engine.h"
 
 #include <cmath>
+#include <utility>
 
 #include "core/check.h"
 
@@ -292,7 +293,18 @@ void Engine::post(Time delay, Callback callback, bool recurring) {
   queue_.post(now() + delay, callback, recurring);
 }
 
+void Engine::defer(Callback callback) {
+  BAGUA_CHECK(!deferred(), "a second callback deferred to the end of the instant");
+  deferred_ = callback;
+}
+
 void Engine::step() {
+  if (deferred_due()) {
+    const Callback deferred = std::exchange(deferred_, Callback{});
+    ++processed_;
+    deferred();
+    return;
+  }
   Callback callback;
   queue_.pop(callback, action_);
   ++processed_;

@@ -188,19 +188,33 @@ class Engine {
   void end_batch() { queue_.end_batch(); }
   // Events in the cancellable heap (what end_batch() reorders).
   size_t heap_size() const { return queue_.heap_size(); }
-  bool idle() const { return queue_.empty(); }
-  Time next_time() const { return queue_.next_time(); }
+  // `callback` runs once every event due at now() has run, before time moves on (and before any event
+  // it schedules at now()): the end of the current instant. One at a time: a second defer() before it
+  // has run is refused. The flow model re-solves its rates there once per instant, for every flow that
+  // started or ended in it (FlowNetwork::reshare_later), instead of once per flow.
+  void defer(Callback callback);
+  bool deferred() const { return deferred_.fn != nullptr; }
+  bool idle() const { return queue_.empty() && !deferred(); }
+  Time next_time() const { return deferred() ? now() : queue_.next_time(); }
   // The callback the next step() will run, if it is one (for prefetching what it will touch).
-  Callback peek() const { return queue_.peek(); }
-  // Runs the earliest event (advancing now() to its time).
+  Callback peek() const { return deferred_due() ? deferred_ : queue_.peek(); }
+  // Runs the earliest event (advancing now() to its time), or the deferred callback when no event is
+  // left at now().
   void step();
   // Drops every pending event (after a failure).
-  void clear() { queue_.clear(); }
+  void clear() {
+    queue_.clear();
+    deferred_ = {};
+  }
   uint64_t events_processed() const { return processed_; }
 
  private:
+  bool deferred_due() const {
+    return deferred() && (queue_.empty() || queue_.next_time() > now());
+  }
   EventQueue queue_;
   EventQueue::Action action_;  // the running event's, when it was scheduled as an Action
+  Callback deferred_;          // defer()'s, until it runs
   uint64_t processed_ = 0;
 };
 

@@ -23,6 +23,7 @@ FlowNetwork::FlowNetwork(const Topology& topology, const ModelFactors& factors, 
   active_.resize(capacity_.size());
   link_mark_.resize(capacity_.size(), 0);
   link_local_.resize(capacity_.size(), -1);
+  pending_mark_.resize(capacity_.size(), false);
 }
 
 int32_t FlowNetwork::allocate_flow() {
@@ -182,8 +183,10 @@ void FlowNetwork::enter_transfer(int32_t id) {
     alone = alone && active_[static_cast<size_t>(c)].size() == 1;
   if (alone)
     set_rate(id, lone_rate(f));
+  else if (f.tcp >= 0)
+    reshare(f.constraints);  // now: its slow-start round is armed after its rate is set
   else
-    reshare(f.constraints);
+    reshare_later(f.constraints);
   if (f.tcp >= 0) tcp_arm(f.tcp);
 }
 
@@ -191,6 +194,7 @@ void FlowNetwork::complete(int32_t id) {
   Flow& f = flows_[static_cast<size_t>(id)];
   const Route& route = f.route;  // stays until done() (no flow is started before)
   const bool transferring = f.rate > 0;
+  const bool on_tcp = f.tcp >= 0;
   const int32_t connection = f.connection;
   // On a connection, the next waiting flow takes this one's place on its constraints: no re-solve.
   const int32_t successor = connection >= 0 ? connections_[static_cast<size_t>(connection)].head : -1;
@@ -226,7 +230,10 @@ void FlowNetwork::complete(int32_t id) {
     bool others = false;
     for (int32_t c : changed_)
       others = others || !active_[static_cast<size_t>(c)].empty();
-    if (others) reshare(changed_);
+    if (others && on_tcp)
+      reshare(changed_);  // now, as the slow-start rounds it interleaves with expect
+    else if (others)
+      reshare_later(changed_);
   }
   if (connection >= 0 && !handed_over) release(connection);
   done();
@@ -246,6 +253,24 @@ void FlowNetwork::schedule_completion(int32_t id) {
   const Time at = engine_.now() + ceil_ns(f.remaining * 1e9 / f.rate);
   f.completion =
       engine_.reschedule(f.completion, at, Callback{&complete_event, this, static_cast<uint64_t>(id)});
+}
+
+void FlowNetwork::reshare_later(std::span<const int32_t> changed) {
+  if (pending_.empty()) engine_.defer({&reshare_pending_event, this, 0});
+  for (const int32_t c : changed) {
+    if (pending_mark_[static_cast<size_t>(c)]) continue;
+    pending_mark_[static_cast<size_t>(c)] = true;
+    pending_.push_back(c);
+  }
+}
+
+void FlowNetwork::reshare_pending_event(void* network, uint64_t) {
+  auto& n = *static_cast<FlowNetwork*>(network);
+  n.pending_solved_.swap(n.pending_);
+  n.pending_.clear();
+  for (const int32_t c : n.pending_solved_)
+    n.pending_mark_[static_cast<size_t>(c)] = false;
+  n.reshare(n.pending_solved_);
 }
 
 void FlowNetwork::reshare(std::span<const int32_t> changed) {
@@ -272,6 +297,7 @@ void FlowNetwork::reshare(std::span<const int32_t> changed) {
     }
   }
   if (component_flows_.empty()) return;
+  ++rate_solves_;
 
   if (component_flows_.size() == 1) {
     const int32_t id = component_flows_.front();

@@ -85,6 +85,9 @@ class FlowNetwork {
 
   // Bytes carried by each link so far (completed flows), indexed like Topology::links().
   const std::vector<int64_t>& carried() const { return carried_; }
+  // Re-solves so far of a component with flows in it (reshare()); a flow alone on its constraints
+  // when it enters phase 2 takes its lone rate without one.
+  uint64_t rate_solves() const { return rate_solves_; }
 
  private:
   // A flow's constraints: its route's links, then its two host ceilings (if any), in a list that keeps
@@ -177,6 +180,15 @@ class FlowNetwork {
   double tcp_moved(TcpConnection& c);
   // Re-solves the components of the given constraints and reschedules the flows whose rate changed.
   void reshare(std::span<const int32_t> changed);
+  // reshare(changed), at the end of the current instant (Engine::defer), together with every other
+  // constraint changed in it: flows that start or end at one instant (an alltoall's P (P - 1) flows,
+  // equal and tied) are re-solved once, not once each. Between events of one instant no time passes,
+  // so no flow moves a byte at a rate that is not yet re-solved: the rates at the end of the instant
+  // are the max-min solution of the flows then in phase 2, as with a re-solve per flow. What may differ
+  // is the order of completions tied at one nanosecond, and the last bits of a rate where progressive
+  // filling meets the flows in another order (netsim/README.md, "Re-solving once per instant").
+  void reshare_later(std::span<const int32_t> changed);
+  static void reshare_pending_event(void* network, uint64_t);
   // The max-min rate of a flow alone in its component: its slowest constraint's capacity or its cap,
   // exactly what the solver would return (every level it sees is a capacity divided by 1).
   double lone_rate(const Flow& f) const;
@@ -219,7 +231,12 @@ class FlowNetwork {
   FlatMap<int64_t, int32_t, ConnectionHash> tcp_index_;  // FlowHosts::tcp_connection -> tcp_ index
   std::vector<TcpConnection> tcp_;
   std::vector<int32_t> tcp_changed_;  // the constraints of a connection's flows, for a re-solve
+  // reshare_later's constraints, each once (pending_mark_), until the end of the instant.
+  std::vector<int32_t> pending_;
+  std::vector<int32_t> pending_solved_;
+  std::vector<bool> pending_mark_;
 
+  uint64_t rate_solves_ = 0;
   // Component search and solver scratch.
   uint64_t epoch_ = 0;
   std::vector<uint64_t> link_mark_;

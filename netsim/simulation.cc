@@ -242,4 +242,8 @@ uint64_t Simulation::events_processed() const {
   return impl_->world.engine.events_processed();
 }
 
+uint64_t Simulation::rate_solves() const {
+  return impl_->world.network.rate_solves();
+}
+
 }  // namespace bagua::netsim

@@ -254,6 +254,9 @@ class Simulation {
   void write_trace(std::ostream& out) const;
   // Number of events processed (for the simulator-speed benchmark).
   uint64_t events_processed() const;
+  // Number of times the flows' rates were re-solved (max-min sharing of a component of flows with
+  // more than their lone rates to settle; netsim/network.h), for the benchmark and its tests.
+  uint64_t rate_solves() const;
 
  private:
   struct Impl;

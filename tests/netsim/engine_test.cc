@@ -368,6 +368,56 @@ TEST(Engine, ABatchAllowsNoCancelOrStepInside) {
   EXPECT_TRUE(e.cancel(h));
 }
 
+// A deferred callback's order: what it records, and what it schedules at now().
+struct Deferred {
+  Engine* engine;
+  std::vector<int>* order;
+  static void run(void* object, uint64_t tag) {
+    auto& d = *static_cast<Deferred*>(object);
+    d.order->push_back(static_cast<int>(tag));
+    d.engine->after(Time::zero(), [&d] { d.order->push_back(5); });
+  }
+};
+
+TEST(Engine, ADeferredCallbackRunsOnceTheInstantHasNoEventLeftBeforeTimeMovesOn) {
+  // At 5 ns: event 1 defers 4 and schedules 3 at now; event 2 was already due. 4 runs after 1, 2
+  // and 3 (every event of the instant, also those scheduled after it was deferred) and before 6 at
+  // 9 ns; what 4 schedules at now (5) runs at 5 ns, after it.
+  Engine e;
+  std::vector<int> order;
+  Deferred d{&e, &order};
+  e.at(Time::ns(5), [&] {
+    order.push_back(1);
+    e.defer({&Deferred::run, &d, 4});
+    EXPECT_THROW(e.defer({&Deferred::run, &d, 7}), InternalError);  // one at a time
+    e.after(Time::zero(), [&] { order.push_back(3); });
+  });
+  e.at(Time::ns(5), [&] { order.push_back(2); });
+  e.at(Time::ns(9), [&] { order.push_back(6); });
+  std::vector<Time> times;
+  while (!e.idle()) {
+    e.step();
+    times.push_back(e.now());
+  }
+  EXPECT_EQ(order, (std::vector<int>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(times.back(), Time::ns(9));
+  EXPECT_EQ(e.events_processed(), 6u);  // the deferred callback counts as an event
+
+  // Deferred with nothing else pending: the engine is not idle, the next time is now, peek shows it.
+  Engine lone;
+  std::vector<int> lone_order;
+  Deferred ld{&lone, &lone_order};
+  lone.defer({&Deferred::run, &ld, 8});
+  EXPECT_FALSE(lone.idle());
+  EXPECT_EQ(lone.next_time(), Time::zero());
+  EXPECT_EQ(lone.peek().fn, &Deferred::run);
+  lone.step();
+  EXPECT_EQ(lone_order, (std::vector<int>{8}));
+  lone.step();
+  EXPECT_EQ(lone_order, (std::vector<int>{8, 5}));
+  EXPECT_TRUE(lone.idle());
+}
+
 TEST(Engine, SchedulingInThePastIsABug) {
   Engine e;
   e.at(Time::ns(10), [] {});

@@ -117,21 +117,25 @@ TEST(FlowModel, TwoFlowsSharingALinkGetHalfEach) {
 }
 
 // `senders` each send 4e5 bytes (meta) to rank 0 at t = 0; returns each sender's completion time.
-std::vector<Time> gather_to_rank0(const ClusterSpec& spec, const std::vector<int>& senders) {
+// `solves` (if given): the simulation's rate solves (Simulation::rate_solves).
+std::vector<Time> gather_to_rank0(const ClusterSpec& spec, const std::vector<int>& senders,
+                                  int64_t bytes = 400'000, uint64_t* solves = nullptr) {
   std::vector<Time> done(static_cast<size_t>(spec.world_size()));
-  Simulation(spec).run([&](RankContext& ctx) {
+  Simulation sim(spec);
+  sim.run([&](RankContext& ctx) {
     Transport& t = ctx.transport();
     if (t.rank() == 0) {
       std::vector<RequestPtr> pending;
       for (int s : senders)
-        pending.push_back(t.irecv(meta_bytes(400'000), s, 0));
+        pending.push_back(t.irecv(meta_bytes(bytes), s, 0));
       for (auto& r : pending)
         r->wait();
     } else if (std::find(senders.begin(), senders.end(), t.rank()) != senders.end()) {
-      t.send(meta_bytes(400'000), 0, 0);
+      t.send(meta_bytes(bytes), 0, 0);
     }
     done[static_cast<size_t>(t.rank())] = ctx.clock().now();
   });
+  if (solves != nullptr) *solves = sim.rate_solves();
   std::vector<Time> out;
   for (int s : senders)
     out.push_back(done[static_cast<size_t>(s)]);
@@ -140,8 +144,8 @@ std::vector<Time> gather_to_rank0(const ClusterSpec& spec, const std::vector<int
 
 TEST(FlowModel, AGatherSharesTheReceiversLinkEquallyUnlessACapOrASendersLinkIsLower) {
   // Ranks 1, 2, 3 (hosts 1-3) send 4e5 bytes to rank 0 at 0; NICs 1.2e9 B/s, 0.5 us. All three enter
-  // transfer at 1000 ns, each re-solve at that instant (one flow: 1.2e9, two: 6e8) superseded by the
-  // last: host 0's NIC down-link carries all three, its level 1.2e9 / 3 = 4e8 the lowest of the
+  // transfer at 1000 ns (the first at its lone rate, 1.2e9, for no time), re-solved once at the end of
+  // that instant: host 0's NIC down-link carries all three, its level 1.2e9 / 3 = 4e8 the lowest of the
   // component (every other link carries one flow at 1.2e9), so all three freeze at 4e8:
   // 4e5 / 4e8 s = 1'000'000 ns, done at 1'001'000 ns.
   ClusterSpec spec = hosts_spec(4);
@@ -240,6 +244,52 @@ TEST(FlowModel, AThirdFlowJoiningAndLeavingChangesTheSharesPiecewise) {
   EXPECT_EQ(done[1], Time::ns(2'101'000));
   EXPECT_EQ(done[2], Time::ns(1'301'000));
   EXPECT_EQ(done[3], Time::ns(1'301'000));
+}
+
+TEST(FlowModel, FlowsStartingOrEndingAtOneInstantAreReSolvedOnceAtItsEnd) {
+  // Ranks 1..16 (hosts 1..16) send 1 MB each to rank 0 at 0. All enter transfer at 1000 ns: the first
+  // alone (its lone rate, no solve), the other 15 re-solved together at the end of the instant (one
+  // solve; a solve per flow would be 15): 1e9 / 16 B/s each on host 0's NIC down-link, 1e6 / 6.25e7 s
+  // = 16'000'000 ns, all done at 16'001'000 ns. They end at one instant too: the links they leave are
+  // empty by its end, so nothing is re-solved (one solve per flow but the last would be 15 more).
+  std::vector<int> senders;
+  for (int r = 1; r <= 16; ++r)
+    senders.push_back(r);
+  uint64_t solves = 0;
+  EXPECT_EQ(gather_to_rank0(hosts_spec(17), senders, kMB, &solves),
+            std::vector<Time>(16, Time::ns(16'001'000)));
+  EXPECT_EQ(solves, 1u);
+
+  // A flow ending and another entering at one instant, on one link. Ranks 1 (1 MB) and 2 (2 MB) send
+  // to rank 0 at 0, rank 3 (1 MB) at 2'000'000 ns (after a sleep).
+  //   1000 ns: 1 and 2 enter, 5e8 B/s each (one solve). Rank 1's 1 MB takes 2'000'000 ns: done at
+  //            2'001'000 ns; rank 2 has moved 1 MB, 1 MB left.
+  //   2'001'000 ns: rank 1's flow ends and rank 3's enters (its latency, 1000 ns after its send): one
+  //            solve at the end of the instant, 5e8 B/s each for 2 and 3 (two solves before, the first
+  //            giving rank 2 the whole link for no time). 1 MB each at 5e8: 2'000'000 ns, both done at
+  //            4'001'000 ns, at one instant (no solve).
+  std::vector<Time> done(4);
+  Simulation sim(hosts_spec(4));
+  sim.run([&](RankContext& ctx) {
+    Transport& t = ctx.transport();
+    const int r = t.rank();
+    if (r == 0) {
+      auto a = t.irecv(meta_bytes(kMB), 1, 0);
+      auto b = t.irecv(meta_bytes(2 * kMB), 2, 0);
+      auto c = t.irecv(meta_bytes(kMB), 3, 0);
+      a->wait();
+      b->wait();
+      c->wait();
+      return;
+    }
+    if (r == 3) ctx.clock().sleep(Time::ns(2'000'000));
+    t.send(meta_bytes(r == 2 ? 2 * kMB : kMB), 0, 0);
+    done[static_cast<size_t>(r)] = ctx.clock().now();
+  });
+  EXPECT_EQ(done[1], Time::ns(2'001'000));
+  EXPECT_EQ(done[2], Time::ns(4'001'000));
+  EXPECT_EQ(done[3], Time::ns(4'001'000));
+  EXPECT_EQ(sim.rate_solves(), 2u);
 }
 
 TEST(FlowModel, ChainedSharingFormsOneComponent) {
