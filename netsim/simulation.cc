@@ -1,6 +1,7 @@
 #include "netsim/simulation.h"
 
 #include <algorithm>
+#include <fstream>
 #include <limits>
 #include <new>
 #include <ostream>
@@ -13,6 +14,17 @@
 #include "netsim/world.h"
 
 namespace bagua::netsim {
+
+namespace {
+
+// Linux's limit on a process's memory mappings (each fiber stack takes two), as a word for a message.
+std::string max_map_count() {
+  std::ifstream in("/proc/sys/vm/max_map_count");
+  long long count = 0;
+  return in >> count ? std::to_string(count) : std::string("a limited number");
+}
+
+}  // namespace
 
 World::World(const ClusterSpec& spec_in, const SimOptions& options)
     : spec(spec_in),
@@ -190,11 +202,14 @@ Time Simulation::run(const std::function<void(RankContext&)>& body) {
       world.engine.step();
     }
   } catch (const std::bad_alloc&) {
+    const size_t fibers = world.fibers.all().size();
     world.fibers.abort_all();
     throw std::runtime_error(
         "the simulation of " + std::to_string(ranks) + " ranks ran out of memory at " +
-        to_string(world.engine.now()) +
-        " (every fiber's stack takes 1 MiB of address space, 4 MiB under AddressSanitizer)");
+        to_string(world.engine.now()) + " with " + std::to_string(fibers) +
+        " fibers (ranks and their streams; every fiber's stack takes 1 MiB of address space, 4 MiB "
+        "under AddressSanitizer, and two memory mappings, of which Linux allows a process " +
+        max_map_count() + ": sysctl vm.max_map_count)");
   } catch (...) {
     world.fibers.abort_all();
     throw;

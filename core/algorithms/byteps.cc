@@ -96,13 +96,20 @@ void Byteps::init(TrainState& s) {
     BAGUA_CHECK_EQ(b.layers.size(), size_t{1}, "byteps: one tensor per bucket");
     partitions_.push_back(byteps_partitions(b.layers.front(), b.count, bound, servers));
   }
-  engine_ = s.ctx.make_stream("byteps server engine");
   reduce_ = s.ctx.make_stream("byteps reduce");
   broadcast_ = s.ctx.make_stream("byteps broadcast");
+  // Only a local root pushes, pulls and (colocated) serves: the other ranks of a host have no such
+  // streams. On the simulator each stream is a fiber with a stack of its own, two memory mappings
+  // (the stack and its guard page): at 1024 ranks the other 896 ranks' 33 idle streams each came to
+  // 59,136 mappings, and with the rest the run passed Linux's default vm.max_map_count (65,530).
+  engine_.reset();
   push_pull_.clear();
-  const size_t streams = std::min(s.buckets.size(), kPushPullStreams);
-  for (size_t i = 0; i < streams; ++i)
-    push_pull_.push_back(s.ctx.make_stream("byteps push/pull " + std::to_string(i)));
+  if (groups_->is_leader()) {
+    engine_ = s.ctx.make_stream("byteps server engine");
+    const size_t streams = std::min(s.buckets.size(), kPushPullStreams);
+    for (size_t i = 0; i < streams; ++i)
+      push_pull_.push_back(s.ctx.make_stream("byteps push/pull " + std::to_string(i)));
+  }
 }
 
 void Byteps::before_forward(TrainState& s) {
@@ -311,7 +318,7 @@ void Byteps::after_backward(TrainState& s) {
   reduce_->synchronize();
   for (const std::unique_ptr<Stream>& stream : push_pull_)
     stream->synchronize();
-  engine_->synchronize();
+  if (engine_) engine_->synchronize();
   broadcast_->synchronize();
 }
 
