@@ -27,6 +27,14 @@ ParamSchema QAdam::schema(const CompressorRegistry& compressors) {
   s.add_bool("hierarchical", true,
              "compressed phase: intra-host reduce, C_LP_S among host leaders, broadcast");
   add_intra_host_param(s, collectives::IntraHostAlgo::kAuto);
+  // The warm-up's full-precision allreduce of the gradients: Bagua's QAdamAlgorithm appends a
+  // centralized synchronous op (hierarchical=False, average=True) to each bucket while warming up
+  // (bagua/torch_api/algorithms/q_adam.py), which bagua-core runs as NCCL's allreduce
+  // (centralized_full_precision_synchronous.rs): "nccl" is that; "ring" (the default, as
+  // gradient_allreduce's) the bulk-synchronous ring.
+  s.add_string("allreduce", "ring", "warm-up: allreduce algorithm of the gradients",
+               collectives::allreduce_algo_names());
+  add_nccl_protocol_param(s);
   add_alltoall_param(s);
   add_allgather_param(s);
   add_compressor_params(
@@ -47,6 +55,8 @@ QAdam::QAdam(const Params& params, const AlgorithmDeps& deps)
       eps_(params.get_double("eps")),
       hierarchical_(params.get_bool("hierarchical")),
       intra_host_(intra_host_options(params)),
+      warmup_algo_(collectives::parse_allreduce_algo(params.get_string("allreduce"))),
+      warmup_protocol_(nccl_protocol_option(params, warmup_algo_)),
       alltoall_(alltoall_algo(params)),
       allgather_(allgather_algo(params)) {
   if (beta1_ >= 1.0 || beta2_ >= 1.0)
@@ -68,7 +78,8 @@ void QAdam::init(TrainState& s) {
   fill(v_, 0.0);
   flat_ = std::make_unique<Communicator>(s.ctx.transport(), /*hierarchical=*/false);
   full_precision_ = std::make_unique<CentralizedFullPrecision>(
-      s.ctx, *flat_, s.grads, CentralizedFullPrecisionOptions{/*average=*/true});
+      s.ctx, *flat_, s.grads,
+      CentralizedFullPrecisionOptions{/*average=*/true, warmup_algo_, warmup_protocol_});
   communicator_ = std::make_unique<Communicator>(s.ctx.transport(), hierarchical_, intra_host_);
   low_precision_.clear();
   for (const Bucket& b : s.buckets)

@@ -60,9 +60,11 @@ class QAdam final : public Algorithm {
   double beta2_;
   double eps_;
   bool hierarchical_;
-  collectives::IntraHostOptions intra_host_;  // `intra_host`
-  collectives::AlltoallAlgo alltoall_;        // `alltoall`
-  collectives::AllgatherAlgo allgather_;      // `allgather`
+  collectives::IntraHostOptions intra_host_;         // `intra_host`
+  collectives::AllreduceAlgo warmup_algo_;           // `allreduce` (the warm-up's)
+  collectives::NcclProtocolOption warmup_protocol_;  // `protocol` (the warm-up's, under "nccl")
+  collectives::AlltoallAlgo alltoall_;               // `alltoall`
+  collectives::AllgatherAlgo allgather_;             // `allgather`
   CompressorFactory factory_;
   Buffer m_;
   Buffer v_;

@@ -595,5 +595,42 @@ TEST(TodayConfigs, GptTwoXlOnDgxH100SweepsTheStudysLines) {
   }
 }
 
+// The 1024-H100 form of the study (configs/today/dgx_h100_1024_gpt2_xl_*.json): the same eleven lines
+// at flow granularity, over bandwidth, latency and the GPU count (16 to 1024); QAdam warms up with
+// NCCL's allreduce, as Bagua's does, in every config of the study.
+TEST(TodayConfigs, TheThousandGpuStudySweepsBandwidthLatencyAndScale) {
+  const std::unique_ptr<Components> c = make_components();
+  const fs::path today = source_dir() / "configs" / "today";
+  const std::map<std::string, std::pair<std::string, size_t>> sweeps = {
+      {"dgx_h100_1024_gpt2_xl_bandwidth.json", {"cluster.nic.bandwidth", 10}},
+      {"dgx_h100_1024_gpt2_xl_latency.json", {"cluster.nic.latency", 6}},
+      {"dgx_h100_1024_gpt2_xl_scaling.json", {"cluster.hosts", 7}},
+      {"dgx_h100_gpt2_xl_bandwidth.json", {"cluster.nic.bandwidth", 10}},
+      {"dgx_h100_gpt2_xl_latency.json", {"cluster.nic.latency", 6}}};
+  for (const auto& [file, axis] : sweeps) {
+    SCOPED_TRACE(file);
+    const Experiment e = load_experiment(today / file, {}, *c);
+    const bool thousand = file.find("1024") != std::string::npos;
+    std::set<std::string> lines, values;
+    std::set<int> world_sizes;
+    for (const PointConfig& p : e.points) {
+      if (thousand)
+        EXPECT_EQ(p.cluster.collective_granularity, collectives::CollectiveGranularity::kFlow);
+      world_sizes.insert(p.world_size());
+      lines.insert(line_of(p));
+      EXPECT_EQ(p.swept.at(1).first, axis.first);
+      values.insert(p.swept.at(1).second.dump());
+      const Json& algorithm = p.swept.at(0).second;
+      if (algorithm.at("name") == "qadam") EXPECT_EQ(algorithm.at("allreduce"), "nccl");
+    }
+    EXPECT_EQ(lines.size(), 11u);
+    EXPECT_EQ(values.size(), axis.second);
+    if (axis.first == "cluster.hosts")
+      EXPECT_EQ(world_sizes, (std::set<int>{16, 32, 64, 128, 256, 512, 1024}));
+    else
+      EXPECT_EQ(world_sizes, (std::set<int>{thousand ? 1024 : 64}));
+  }
+}
+
 }  // namespace
 }  // namespace bagua::experiments
