@@ -256,6 +256,7 @@ void FlowNetwork::schedule_completion(int32_t id) {
 }
 
 void FlowNetwork::reshare_later(std::span<const int32_t> changed) {
+  if (changed.empty()) return;
   if (pending_.empty()) engine_.defer({&reshare_pending_event, this, 0});
   for (const int32_t c : changed) {
     if (pending_mark_[static_cast<size_t>(c)]) continue;
