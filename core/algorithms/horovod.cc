@@ -47,6 +47,17 @@ ParamSchema Horovod::schema() {
   s.add_string("allreduce", "nccl", "allreduce algorithm of a fused group (hierarchical: across hosts)",
                collectives::allreduce_algo_names());
   add_nccl_protocol_param(s);
+  // The controller the negotiation runs on. horovodrun launches with mpirun whenever Horovod was built
+  // with MPI (run_controller in horovod/runner/launch.py: mpi_run if mpi_built(), else gloo_run), and
+  // the MPI controller's bitwise allreduce is MPI_Allreduce (MPIController::CrossRankBitwiseAnd,
+  // horovod/common/mpi/mpi_controller.cc): Open MPI's choice for its size ("mpi_tuned"). The Gloo
+  // controller's is gloo::allreduce (GlooController::CrossRankBitwiseAnd,
+  // horovod/common/gloo/gloo_controller.cc), whose unspecified algorithm is its ring
+  // (gloo/allreduce.cc): 2 (P - 1) steps.
+  s.add_string("controller", "mpi",
+               "the negotiation's allreduce: mpi (MPI_Allreduce, Open MPI's choice by size) or gloo "
+               "(Gloo's ring)",
+               {"mpi", "gloo"});
   return s;
 }
 
@@ -57,6 +68,8 @@ Horovod::Horovod(const Params& params, const AlgorithmDeps& deps)
       fp16_(params.get_string("compression") == "fp16"),
       algo_(collectives::parse_allreduce_algo(params.get_string("allreduce"))),
       protocol_(nccl_protocol_option(params, algo_)),
+      negotiation_(params.get_string("controller") == "gloo" ? collectives::AllreduceAlgo::kRing
+                                                             : collectives::AllreduceAlgo::kMpiTuned),
       ready_flag_(Buffer::host(DType::kI64, 1)) {
   if (fp16_) cast_ = compressor_factory(deps.compressors, "fp16", Params{}, false)();
 }
@@ -120,7 +133,8 @@ void Horovod::run_cycles(TrainState& s) {
       std::lock_guard<std::mutex> lock(mu_);
       ready_flag_.as<int64_t>()[0] = ready_;
     }
-    collectives::allreduce(world, ready_flag_, ReduceOp::kMin, tags::bucket(tags::kControl, 0));
+    collectives::allreduce(world, ready_flag_, ReduceOp::kMin, tags::bucket(tags::kControl, 0),
+                           negotiation_);
     const int agreed = static_cast<int>(ready_flag_.as<int64_t>()[0]);
 
     // fuse, allreduce.

@@ -15,7 +15,10 @@
 //              so the ready set is a prefix), reduced by min over the ranks, as the coordinator's
 //              "ready on every rank" rule (ComputeResponseList; with the response cache, Horovod's
 //              steady state, a bit-vector allreduce: CoordinateCacheAndState / CrossRankBitwiseAnd):
-//              one small allreduce per cycle, on the wire like any other message
+//              one small allreduce per cycle, on the wire like any other message: under the MPI
+//              controller (`controller` "mpi", the default) MPI_Allreduce as Open MPI runs it for 8
+//              bytes (recursive doubling: log2 P steps), under Gloo's ("gloo") Gloo's ring, 2 (P - 1)
+//              steps of latency each
 //   fuse       the agreed tensors, in order, packed into groups while a group's bytes stay <=
 //              fusion_threshold_bytes (FuseResponses: tensor_size + new_tensor_size <= threshold; a
 //              tensor larger than the threshold travels alone). A group of more than one tensor is
@@ -83,6 +86,7 @@ class Horovod final : public Algorithm {
   std::unique_ptr<Compressor> cast_;          // fp16
   std::unique_ptr<Transport> intra_;          // hierarchical: this host's ranks
   std::unique_ptr<Transport> cross_;          // hierarchical: this local rank on every host
+  collectives::AllreduceAlgo negotiation_;    // `controller`: mpi_tuned (MPI) or ring (Gloo)
   Buffer ready_flag_;                         // negotiation: this rank's ready count, then the min
   std::vector<EventPtr> arrived_;             // this iteration: tensor i handed over
   std::mutex mu_;

@@ -396,6 +396,25 @@ TEST(Horovod, OneCycleFusesTheTensorsThatBecameReadyOnEveryRankSinceTheLast) {
   EXPECT_EQ(2 * fast_control, 3 * slow_control);
 }
 
+TEST(Horovod, TheNegotiationRunsOnTheControllersAllreduce) {
+  // Eight ranks on eight hosts, the model and cycle of the test above: three cycles, three
+  // negotiations of one int64 (8 B) each. Under the MPI controller (the default) it is MPI_Allreduce
+  // as Open MPI 4.1 runs 8 B on 8 ranks, recursive doubling: log2 8 = 3 exchanges per rank, 8 x 3 =
+  // 24 messages per negotiation, 72 in all. Under Gloo's, its ring: a reduce-scatter and an allgather
+  // of 7 steps each, one message per rank and step (the empty chunks too), 8 x 14 = 112 per
+  // negotiation, 336 in all. The same tensors are agreed either way: the same gradient messages.
+  const std::vector<size_t> sizes{1000, 1000, 1000, 1000};
+  const auto mpi = run_logged("horovod", {{"cycle_time_ms", 0.25}}, 8, 1, sizes);
+  const auto gloo =
+      run_logged("horovod", {{"cycle_time_ms", 0.25}, {"controller", std::string("gloo")}}, 8, 1, sizes);
+  EXPECT_EQ(mpi->log.messages_with(tags::bucket(tags::kControl, 0)), 72);
+  EXPECT_EQ(gloo->log.messages_with(tags::bucket(tags::kControl, 0)), 336);
+  for (int rank = 0; rank < 8; ++rank)
+    for (int t = 0; t < 4; ++t)
+      EXPECT_EQ(mpi->log.sent_by(rank, gradient(t)), gloo->log.sent_by(rank, gradient(t)))
+          << "rank " << rank << ", tensor " << t;
+}
+
 TEST(Horovod, HierarchicalReduceScattersInsideAHostAndAllreducesChunksAcrossHosts) {
   // Two hosts of two ranks, one tensor of 1000 floats (4000 B), fused alone. Inside a host (subgroup
   // 1, the host's ranks) the reduce-scatter sends a 2000 B chunk and the allgather another: 4000 B per
