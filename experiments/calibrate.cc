@@ -310,8 +310,10 @@ LinkFit fit_pair(const PairMeasurement& p, const CalibrationOptions& o) {
   const double stream_ns = median_ns(p.stream) - 2 * alpha;
   if (!(stream_ns > 0)) {
     throw CalibrationError(who + "a stream of " +
-                           format_bytes(Bytes(static_cast<int64_t>(stream_bytes))) +
-                           " took no longer than a round trip of latency: raise --stream-size");
+                           format_bytes(Bytes(static_cast<int64_t>(stream_bytes))) + " took " +
+                           us_text(median_ns(p.stream)) + ", no longer than a round trip of latency (" +
+                           us_text(2 * alpha) +
+                           "): raise --stream-size, or rerun on a quieter machine");
   }
   f.stream = Bandwidth::bytes_per_second(stream_bytes * 1e9 / stream_ns);
   return f;
@@ -395,8 +397,10 @@ Calibration fit(const Measurements& m) {
         median_ns(m.all_pairs) - 2 * static_cast<double>(c.inter->alpha.nanoseconds());
     if (!(all_ns > 0))
       throw CalibrationError(
-          "calibrate: all pairs at once took no longer than a round trip of latency: "
-          "raise --stream-size");
+          "calibrate: all pairs at once took " + us_text(median_ns(m.all_pairs)) +
+          ", no longer than a round trip of latency (" +
+          us_text(2 * static_cast<double>(c.inter->alpha.nanoseconds())) +
+          "): raise --stream-size, or rerun on a quieter machine");
     c.host_bandwidth = Bandwidth::bytes_per_second(stream_bytes * 1e9 / all_ns);
     // The NIC carries what a host achieves with every rank streaming out and in at once: what a
     // collective's traffic meets, both directions busy (a TCP stream's acknowledgements take some of the

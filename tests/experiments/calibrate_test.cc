@@ -216,6 +216,16 @@ TEST(Calibrate, BadMeasurementsSayWhatIsWrong) {
       << error;
   EXPECT_NE(error.find("rerun on a quieter machine"), std::string::npos) << error;
   EXPECT_EQ(error.find("raise --max-size"), std::string::npos) << error;
+  // A stream that took 1 us, less than the round trip of the fitted latency (about 2 x 10 us): too
+  // small a stream, or a latency inflated by a loaded machine's scheduling (what a busy test machine
+  // gave); the message says both.
+  Measurements short_stream = synthetic(Time::us(1), Time::us(1010));
+  short_stream.intra->stream = {Time::us(1)};
+  const std::string stream_error = fit_error(short_stream);
+  EXPECT_NE(stream_error.find("took 1 us, no longer than a round trip of latency"), std::string::npos)
+      << stream_error;
+  EXPECT_NE(stream_error.find("raise --stream-size, or rerun on a quieter machine"), std::string::npos)
+      << stream_error;
 }
 
 TEST(Calibrate, OptionsAreChecked) {
