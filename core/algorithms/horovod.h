@@ -16,8 +16,10 @@
 //              "ready on every rank" rule (ComputeResponseList; with the response cache, Horovod's
 //              steady state, a bit-vector allreduce: CoordinateCacheAndState / CrossRankBitwiseAnd):
 //              one small allreduce per cycle, on the wire like any other message: under the MPI
-//              controller (`controller` "mpi", the default) MPI_Allreduce as Open MPI runs it for 8
-//              bytes (recursive doubling: log2 P steps), under Gloo's ("gloo") Gloo's ring, 2 (P - 1)
+//              controller (`controller` "mpi", the default) MPI_Allreduce as Open MPI 4.1 runs it for
+//              8 bytes (collectives' mpi_tuned: recursive doubling, log2 P steps, below 128 ranks;
+//              from 128, where Open MPI runs a reduce and a broadcast, the cheaper of the tree and
+//              halving-doubling, about 2 log2 P steps), under Gloo's ("gloo") Gloo's ring, 2 (P - 1)
 //              steps of latency each
 //   fuse       the agreed tensors, in order, packed into groups while a group's bytes stay <=
 //              fusion_threshold_bytes (FuseResponses: tensor_size + new_tensor_size <= threshold; a
