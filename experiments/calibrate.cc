@@ -249,6 +249,14 @@ std::string us_text(double ns) {
   return os.str();
 }
 
+// A stream (`what`) that took `took_ns`, no longer than the fitted round trip `round_trip_ns`: too
+// small a stream, or a latency a loaded machine's scheduling inflated.
+CalibrationError stream_too_short(const std::string& what, double took_ns, double round_trip_ns) {
+  return CalibrationError(what + " took " + us_text(took_ns) +
+                          ", no longer than a round trip of latency (" + us_text(round_trip_ns) +
+                          "): raise --stream-size, or rerun on a quieter machine");
+}
+
 LinkFit fit_pair(const PairMeasurement& p, const CalibrationOptions& o) {
   const std::string who = "calibrate: " + pair_name(p) + ": ";
   BAGUA_CHECK(p.pingpong.size() >= 2, "calibrate needs two ping-pong sizes or more");
@@ -287,12 +295,11 @@ LinkFit fit_pair(const PairMeasurement& p, const CalibrationOptions& o) {
                            us_text(small_median) + " one way): raise --max-size");
   }
   if (!(slope > 0)) {
-    throw CalibrationError(who + "the one-way time does not grow with the size from " +
-                           format_bytes(first_fitted) +
-                           " to " + format_bytes(largest.size) + " (the medians' least-squares slope is " +
-                           std::to_string(slope) + " ns per byte; " + format_bytes(largest.size) +
-                           " messages take " + us_text(large_median) +
-                           "): the timings are noise, rerun on a quieter machine");
+    throw CalibrationError(
+        who + "the one-way time does not grow with the size from " + format_bytes(first_fitted) +
+        " to " + format_bytes(largest.size) + " (the medians' least-squares slope is " +
+        std::to_string(slope) + " ns per byte; " + format_bytes(largest.size) + " messages take " +
+        us_text(large_median) + "): the timings are noise, rerun on a quieter machine");
   }
   const double large_spread = spread_ns(largest.one_way);
   if (large_median - small_median <= large_spread) {
@@ -309,11 +316,9 @@ LinkFit fit_pair(const PairMeasurement& p, const CalibrationOptions& o) {
   const double stream_bytes = static_cast<double>(o.stream_size.count()) * o.stream_messages;
   const double stream_ns = median_ns(p.stream) - 2 * alpha;
   if (!(stream_ns > 0)) {
-    throw CalibrationError(who + "a stream of " +
-                           format_bytes(Bytes(static_cast<int64_t>(stream_bytes))) + " took " +
-                           us_text(median_ns(p.stream)) + ", no longer than a round trip of latency (" +
-                           us_text(2 * alpha) +
-                           "): raise --stream-size, or rerun on a quieter machine");
+    throw stream_too_short(
+        who + "a stream of " + format_bytes(Bytes(static_cast<int64_t>(stream_bytes))),
+        median_ns(p.stream), 2 * alpha);
   }
   f.stream = Bandwidth::bytes_per_second(stream_bytes * 1e9 / stream_ns);
   return f;
@@ -396,11 +401,8 @@ Calibration fit(const Measurements& m) {
     const double all_ns =
         median_ns(m.all_pairs) - 2 * static_cast<double>(c.inter->alpha.nanoseconds());
     if (!(all_ns > 0))
-      throw CalibrationError(
-          "calibrate: all pairs at once took " + us_text(median_ns(m.all_pairs)) +
-          ", no longer than a round trip of latency (" +
-          us_text(2 * static_cast<double>(c.inter->alpha.nanoseconds())) +
-          "): raise --stream-size, or rerun on a quieter machine");
+      throw stream_too_short("calibrate: all pairs at once", median_ns(m.all_pairs),
+                             2 * static_cast<double>(c.inter->alpha.nanoseconds()));
     c.host_bandwidth = Bandwidth::bytes_per_second(stream_bytes * 1e9 / all_ns);
     // The NIC carries what a host achieves with every rank streaming out and in at once: what a
     // collective's traffic meets, both directions busy (a TCP stream's acknowledgements take some of the
@@ -483,10 +485,10 @@ std::string cluster_file(const Calibration& c, const Measurements& m, const std:
       Json{{"bandwidth", format_bandwidth(c.nic.bandwidth)}, {"latency", format_time(c.nic.latency)}};
   j["topology"] = "star";
   if (c.device_memory_bandwidth.bytes_per_second() > 0) {
-    j["device"] = Json{{"peak_flops", format_flops(rounded(Bandwidth::bytes_per_second(
-                                          c.device_peak_flops))
-                                          .bytes_per_second())},
-                       {"memory_bandwidth", format_bandwidth(c.device_memory_bandwidth)}};
+    j["device"] = Json{
+        {"peak_flops",
+         format_flops(rounded(Bandwidth::bytes_per_second(c.device_peak_flops)).bytes_per_second())},
+        {"memory_bandwidth", format_bandwidth(c.device_memory_bandwidth)}};
   }
   Json factors = Json::object();
   if (std::isfinite(c.flow_window_cap.bytes_per_second()))

@@ -183,10 +183,8 @@ void FlowNetwork::enter_transfer(int32_t id) {
     alone = alone && active_[static_cast<size_t>(c)].size() == 1;
   if (alone)
     set_rate(id, lone_rate(f));
-  else if (f.tcp >= 0)
-    reshare(f.constraints);  // now: its slow-start round is armed after its rate is set
   else
-    reshare_later(f.constraints);
+    reshare_for(f.tcp >= 0, f.constraints);
   if (f.tcp >= 0) tcp_arm(f.tcp);
 }
 
@@ -230,10 +228,7 @@ void FlowNetwork::complete(int32_t id) {
     bool others = false;
     for (int32_t c : changed_)
       others = others || !active_[static_cast<size_t>(c)].empty();
-    if (others && on_tcp)
-      reshare(changed_);  // now, as the slow-start rounds it interleaves with expect
-    else if (others)
-      reshare_later(changed_);
+    if (others) reshare_for(on_tcp, changed_);
   }
   if (connection >= 0 && !handed_over) release(connection);
   done();

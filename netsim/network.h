@@ -188,6 +188,15 @@ class FlowNetwork {
   // is the order of completions tied at one nanosecond, and the last bits of a rate where progressive
   // filling meets the flows in another order (netsim/README.md, "Re-solving once per instant").
   void reshare_later(std::span<const int32_t> changed);
+  // What a flow entering or leaving phase 2 asks for: reshare_later, or, for a flow under TCP slow
+  // start, reshare at once (its round's timer is armed after its rate is set, and the rounds of its
+  // connection interleave with the completions in that order).
+  void reshare_for(bool slow_start, std::span<const int32_t> changed) {
+    if (slow_start)
+      reshare(changed);
+    else
+      reshare_later(changed);
+  }
   static void reshare_pending_event(void* network, uint64_t);
   // The max-min rate of a flow alone in its component: its slowest constraint's capacity or its cap,
   // exactly what the solver would return (every level it sees is a capacity divided by 1).

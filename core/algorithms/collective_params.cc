@@ -48,6 +48,15 @@ collectives::AllgatherAlgo allgather_algo(const Params& params) {
   return collectives::parse_allgather_algo(params.get_string("allgather"));
 }
 
+void add_allreduce_params(ParamSchema& schema, const std::string& def, const std::string& description) {
+  schema.add_string("allreduce", def, description, collectives::allreduce_algo_names());
+  add_nccl_protocol_param(schema);
+}
+
+collectives::AllreduceAlgo allreduce_algo(const Params& params) {
+  return collectives::parse_allreduce_algo(params.get_string("allreduce"));
+}
+
 void add_nccl_protocol_param(ParamSchema& schema) {
   ParamSpec spec;
   spec.name = "protocol";

@@ -10,6 +10,8 @@
 //   allgather   "ring" | "nccl" (collectives::AllgatherAlgo): C_LP_S's gather. "nccl" is what Bagua's
 //               communicator runs (allgather_inplace -> Al::Allgather<Al::NCCLBackend> ->
 //               ncclAllGather): NCCL's pipelined ring on the channels its tuner picks.
+//   allreduce   collectives::allreduce_algo_names(): the full-precision allreduce (gradient_allreduce's,
+//               DDP's and Horovod's buckets, QAdam's warm-up); "nccl" is NCCL's, its tuner's choice.
 //   protocol    "auto" | "simple" | "ll" | "ll128" (collectives::NcclProtocolOption), optional: which
 //               of NCCL's protocols "allreduce": "nccl" runs (NCCL_PROTO); "auto" lets NCCL's tuning
 //               model pick per call. Absent: collectives::kDefaultNcclProtocol. Only with "allreduce":
@@ -36,6 +38,11 @@ collectives::AlltoallAlgo alltoall_algo(const Params& params);
 // Declares `allgather`, default "ring".
 void add_allgather_param(ParamSchema& schema);
 collectives::AllgatherAlgo allgather_algo(const Params& params);
+
+// Declares `allreduce` (collectives::allreduce_algo_names(), default `def`, described as `description`)
+// and beside it `protocol` (below): the full-precision allreduce an algorithm runs.
+void add_allreduce_params(ParamSchema& schema, const std::string& def, const std::string& description);
+collectives::AllreduceAlgo allreduce_algo(const Params& params);
 
 // Declares `protocol`, optional (absent from a resolved config that does not give it, so that configs
 // written before it resolve and hash as before).

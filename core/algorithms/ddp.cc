@@ -85,9 +85,7 @@ ParamSchema Ddp::schema() {
   // (torch/csrc/distributed/c10d/reducer.hpp), the first bucket's limit in distributed.py.
   s.add_int("first_bucket_bytes", int64_t{1} << 20, "limit of the first bucket, in bytes", 0);
   // ProcessGroupNCCL: DDP's allreduce is ncclAllReduce.
-  s.add_string("allreduce", "nccl", "allreduce algorithm of the buckets",
-               collectives::allreduce_algo_names());
-  add_nccl_protocol_param(s);
+  add_allreduce_params(s, "nccl", "allreduce algorithm of the buckets");
   // No hook is DDP's default (register_comm_hook is opt-in).
   s.add_string("comm_hook", "none", "communication hook: none, fp16, bf16 or powersgd",
                {"none", "fp16", "bf16", "powersgd"});
@@ -107,7 +105,7 @@ Ddp::Ddp(const Params& params, const AlgorithmDeps& deps)
     : bucket_cap_(Bytes(params.get_int("bucket_cap_mb") << 20)),
       first_bucket_(Bytes(params.get_int("first_bucket_bytes"))),
       hook_(parse_hook(params.get_string("comm_hook"))),
-      algo_(collectives::parse_allreduce_algo(params.get_string("allreduce"))),
+      algo_(allreduce_algo(params)),
       protocol_(nccl_protocol_option(params, algo_)),
       powersgd_{static_cast<int>(params.get_int("powersgd_rank")),
                 params.get_int("powersgd_start_iter"),

@@ -12,8 +12,7 @@ ParamSchema GradientAllreduce::schema() {
              "intra-host reduce, allreduce among host leaders, intra-host broadcast");
   add_intra_host_param(s, collectives::IntraHostAlgo::kAuto);
   s.add_bool("average", true, "average the gradients (false: sum them)");
-  s.add_string("allreduce", "ring", "allreduce algorithm", collectives::allreduce_algo_names());
-  add_nccl_protocol_param(s);
+  add_allreduce_params(s, "ring", "allreduce algorithm");
   return s;
 }
 
@@ -21,7 +20,7 @@ GradientAllreduce::GradientAllreduce(const Params& params)
     : hierarchical_(params.get_bool("hierarchical")),
       intra_host_(intra_host_options(params)),
       average_(params.get_bool("average")),
-      algo_(collectives::parse_allreduce_algo(params.get_string("allreduce"))),
+      algo_(allreduce_algo(params)),
       protocol_(nccl_protocol_option(params, algo_)) {}
 
 void GradientAllreduce::init(TrainState& s) {

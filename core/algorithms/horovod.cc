@@ -44,9 +44,7 @@ ParamSchema Horovod::schema() {
              "intra-host allgather");
   // hvd.DistributedOptimizer(compression=Compression.none) (horovod/torch/optimizer.py).
   s.add_string("compression", "none", "gradient compression: none or fp16", {"none", "fp16"});
-  s.add_string("allreduce", "nccl", "allreduce algorithm of a fused group (hierarchical: across hosts)",
-               collectives::allreduce_algo_names());
-  add_nccl_protocol_param(s);
+  add_allreduce_params(s, "nccl", "allreduce algorithm of a fused group (hierarchical: across hosts)");
   // The controller the negotiation runs on. horovodrun launches with mpirun whenever Horovod was built
   // with MPI (run_controller in horovod/runner/launch.py: mpi_run if mpi_built(), else gloo_run), and
   // the MPI controller's bitwise allreduce is MPI_Allreduce (MPIController::CrossRankBitwiseAnd,
@@ -66,7 +64,7 @@ Horovod::Horovod(const Params& params, const AlgorithmDeps& deps)
       cycle_(Time::ms(params.get_double("cycle_time_ms"))),
       hierarchical_(params.get_bool("hierarchical")),
       fp16_(params.get_string("compression") == "fp16"),
-      algo_(collectives::parse_allreduce_algo(params.get_string("allreduce"))),
+      algo_(allreduce_algo(params)),
       protocol_(nccl_protocol_option(params, algo_)),
       negotiation_(params.get_string("controller") == "gloo" ? collectives::AllreduceAlgo::kRing
                                                              : collectives::AllreduceAlgo::kMpiTuned),

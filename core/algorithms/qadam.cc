@@ -32,9 +32,7 @@ ParamSchema QAdam::schema(const CompressorRegistry& compressors) {
   // (bagua/torch_api/algorithms/q_adam.py), which bagua-core runs as NCCL's allreduce
   // (centralized_full_precision_synchronous.rs): "nccl" is that; "ring" (the default, as
   // gradient_allreduce's) the bulk-synchronous ring.
-  s.add_string("allreduce", "ring", "warm-up: allreduce algorithm of the gradients",
-               collectives::allreduce_algo_names());
-  add_nccl_protocol_param(s);
+  add_allreduce_params(s, "ring", "warm-up: allreduce algorithm of the gradients");
   add_alltoall_param(s);
   add_allgather_param(s);
   add_compressor_params(
@@ -55,7 +53,7 @@ QAdam::QAdam(const Params& params, const AlgorithmDeps& deps)
       eps_(params.get_double("eps")),
       hierarchical_(params.get_bool("hierarchical")),
       intra_host_(intra_host_options(params)),
-      warmup_algo_(collectives::parse_allreduce_algo(params.get_string("allreduce"))),
+      warmup_algo_(allreduce_algo(params)),
       warmup_protocol_(nccl_protocol_option(params, warmup_algo_)),
       alltoall_(alltoall_algo(params)),
       allgather_(allgather_algo(params)) {
