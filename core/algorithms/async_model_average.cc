@@ -1,5 +1,6 @@
 #include "core/algorithms/async_model_average.h"
 
+#include "core/algorithms/collective_params.h"
 #include "core/algorithms/tags.h"
 
 namespace bagua {
@@ -11,21 +12,30 @@ ParamSchema AsyncModelAverage::schema() {
   s.add_int("sync_interval_ms", 500, "milliseconds between two averaging rounds", 1);
   s.add_int("warmup_steps", 0, "steps of gradient allreduce before the asynchronous averaging starts",
             0);
+  // Both of the op's collectives are the single communicator's NCCL allreduce: the flag's
+  // (c.allreduce_inplace, MIN) and the weights' (c.allreduce, SUM) in execute_background_communication
+  // (rust/bagua-core/bagua-core-internal/src/comm_ops/decentralized_full_precision_asynchronous.rs),
+  // and the warm-up's is gradient_allreduce's: "nccl" is that; "ring" (the default, as
+  // gradient_allreduce's) the bulk-synchronous ring.
+  add_allreduce_params(s, "ring", "allreduce algorithm of the warm-up's gradients and of the "
+                                  "background averaging (its flag and its weights)");
   return s;
 }
 
 AsyncModelAverage::AsyncModelAverage(const Params& params)
     : interval_(Time::ms(static_cast<double>(params.get_int("sync_interval_ms")))),
-      warmup_steps_(params.get_int("warmup_steps")) {}
+      warmup_steps_(params.get_int("warmup_steps")),
+      algo_(allreduce_algo(params)),
+      protocol_(nccl_protocol_option(params, algo_)) {}
 
 void AsyncModelAverage::init(TrainState& s) {
   communicator_ = std::make_unique<Communicator>(s.ctx.transport(), /*hierarchical=*/false);
   warmup_ = std::make_unique<CentralizedFullPrecision>(
-      s.ctx, *communicator_, s.grads, CentralizedFullPrecisionOptions{/*average=*/true});
+      s.ctx, *communicator_, s.grads, CentralizedFullPrecisionOptions{/*average=*/true, algo_, protocol_});
   averager_ = std::make_unique<AsyncModelAverager>(
       s.ctx, *communicator_, s.weights,
       AsyncModelAveragerOptions{interval_, tags::bucket(tags::kBackground, 0),
-                                tags::bucket(tags::kControl, 0)});
+                                tags::bucket(tags::kControl, 0), algo_, protocol_});
 }
 
 void AsyncModelAverage::before_forward(TrainState& s) {

@@ -11,6 +11,9 @@
 //   apply_update     the trainer's optimizer with the local gradient, the weights locked
 //   finish           stop the loop: every rank's loop leaves at the same round (Bagua's abort)
 //
+// allreduce: the algorithm of the warm-up's and of the loop's allreduces ("nccl" is what Bagua runs:
+// NCCL's allreduce on its single communicator; the default "ring" is the bulk-synchronous ring).
+//
 // sync_interval_ms >= 1: Bagua starts no loop at all for 0, and rounds back to back would never let
 // virtual time pass on a one-rank world (its allreduces send nothing).
 #pragma once
@@ -46,6 +49,8 @@ class AsyncModelAverage final : public Algorithm {
 
   Time interval_;
   int64_t warmup_steps_;
+  collectives::AllreduceAlgo algo_;  // `allreduce`: the warm-up's and the loop's
+  collectives::NcclProtocolOption protocol_;
   std::unique_ptr<Communicator> communicator_;  // flat: Bagua's asynchronous op is never hierarchical
   std::unique_ptr<CentralizedFullPrecision> warmup_;
   std::unique_ptr<AsyncModelAverager> averager_;

@@ -14,6 +14,8 @@ AsyncModelAverager::AsyncModelAverager(RankContext& ctx, Communicator& communica
       interval_(options.interval),
       data_tag_(options.data_tag),
       control_tag_(options.control_tag),
+      algo_(options.algo),
+      protocol_(options.protocol),
       snapshot_(Buffer::like(weights, weights.dtype(), weights.count())),
       delta_(Buffer::like(weights, weights.dtype(), weights.count())),
       flag_(Buffer::host(DType::kI32, 1)) {
@@ -83,7 +85,7 @@ void AsyncModelAverager::loop() {
       std::lock_guard<std::mutex> lock(mutex_);
       flag[0] = stop_requested_ ? 0 : 1;
     }
-    collectives::allreduce(world, flag_, ReduceOp::kMin, control_tag_);
+    collectives::allreduce(world, flag_, ReduceOp::kMin, control_tag_, algo_, protocol_);
     if (flag[0] == 0) return;
 
     {
@@ -91,7 +93,7 @@ void AsyncModelAverager::loop() {
       copy(snapshot_, weights_);
     }
     copy(delta_, snapshot_);
-    collectives::allreduce(world, delta_, ReduceOp::kSum, data_tag_);
+    collectives::allreduce(world, delta_, ReduceOp::kSum, data_tag_, algo_, protocol_);
     // delta = sum / P - snapshot
     scale(delta_, 1.0 / world.size());
     axpy(delta_, -1.0, snapshot_);

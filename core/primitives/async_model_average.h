@@ -31,6 +31,7 @@
 #include <mutex>
 
 #include "core/buffer.h"
+#include "core/collectives/collectives.h"
 #include "core/context.h"
 #include "core/primitives/communicator.h"
 
@@ -40,6 +41,9 @@ struct AsyncModelAveragerOptions {
   Time interval;      // between two rounds; > 0
   Tag data_tag{};     // carries the snapshots
   Tag control_tag{};  // carries the flag
+  // The allreduce of the snapshots and of the flag: Bagua's loop calls NCCL's allreduce (kNccl).
+  collectives::AllreduceAlgo algo = collectives::AllreduceAlgo::kRing;
+  collectives::NcclProtocolOption protocol = collectives::kDefaultNcclProtocol;
 };
 
 class AsyncModelAverager {
@@ -80,6 +84,8 @@ class AsyncModelAverager {
   Time interval_;
   Tag data_tag_;
   Tag control_tag_;
+  collectives::AllreduceAlgo algo_;
+  collectives::NcclProtocolOption protocol_;
   Buffer snapshot_;
   Buffer delta_;
   Buffer flag_;  // host memory: a control value, materialized even for meta weights

@@ -428,6 +428,35 @@ TEST(Exactness, QAdamWarmsUpWithTheAllreduceItIsGiven) {
   EXPECT_NE(finish["ring"], finish["nccl"]);
 }
 
+TEST(Exactness, AsyncModelAverageWarmsUpWithTheAllreduceItIsGiven) {
+  // While warming up, async_model_average is gradient_allreduce (flat, averaged, the trainer's
+  // optimizer) on the allreduce `allreduce` names, and its loop never starts: with every step a warm-up
+  // step the two algorithms give the same weights and, on the simulator, finish at the same instants,
+  // under "ring" and under "nccl" alike, and those instants differ between the two collectives.
+  Registries reg;
+  const int64_t iterations = 3;
+  std::map<std::string, std::vector<Time>> finish;
+  for (const std::string allreduce : {"ring", "nccl"}) {
+    RunSpec a;
+    a.algorithm = "async_model_average";
+    a.params = {{"warmup_steps", iterations}, {"allreduce", allreduce}};
+    a.ranks = 4;
+    a.iterations = iterations;
+    RunResult async_run = run_algorithm(Backend::kSim, reg, a);
+    RunSpec g = a;
+    g.algorithm = "gradient_allreduce";
+    g.params = {{"allreduce", allreduce}};
+    RunResult allreduce_run = run_algorithm(Backend::kSim, reg, g);
+    for (int rank = 0; rank < a.ranks; ++rank) {
+      const auto r = static_cast<size_t>(rank);
+      EXPECT_EQ(async_run.train[r].finish, allreduce_run.train[r].finish) << allreduce;
+      EXPECT_EQ(async_run.weights[r], allreduce_run.weights[r]) << allreduce;
+      finish[allreduce].push_back(async_run.train[r].finish);
+    }
+  }
+  EXPECT_NE(finish["ring"], finish["nccl"]);
+}
+
 TEST(Exactness, QAdamCompressedPhaseKeepsEveryRankOnTheSameWeights) {
   // After the warm-up every rank applies the same averaged momentum (C_LP_S ends with the same
   // decoded bytes on every rank) and the same frozen variance, so the weights stay bit-identical; and

@@ -2,11 +2,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 
 #include "core/algorithms/tags.h"
+#include "core/collectives/collectives.h"
 #include "core/ops.h"
 #include "core/primitives/async_model_average.h"
 #include "core/primitives/choco_gossip.h"
+#include "netsim/simulation.h"
+#include "tests/support/worlds.h"
 #include "tests/core/primitives/world_data.h"
 
 namespace bagua {
@@ -113,6 +117,53 @@ TEST(AsyncModelAverage, RanksStoppingAtDifferentTimesLeaveTogether) {
   });
   for (int rank = 1; rank < 4; ++rank)
     EXPECT_EQ(rounds[static_cast<size_t>(rank)], rounds[0]) << "rank " << rank;
+}
+
+TEST(AsyncModelAverage, EachRoundRunsTheAllreduceItIsGiven) {
+  // A round is the flag's allreduce and then the weights' (nothing else in it takes virtual time), so
+  // on the simulator round 0 ends exactly when those two allreduces of `algo`, run directly from time 0,
+  // end. Polled every 10 ns, rounds() turns 1 at the first poll at or after that instant. On 4 hosts of
+  // timing_star, 64 KiB, the bulk-synchronous ring (6 steps, each a 1 us hop and 16 KiB at 100 Gbps)
+  // and NCCL's choice (which pays NCCL's own base latencies) end about 28 and 36 us after 0, so a loop
+  // that ignored `algo` fails one of the two.
+  const int ranks = 4;
+  const size_t n = 16384;  // 64 KiB of f32
+  std::map<collectives::AllreduceAlgo, Time> direct, polled;
+  for (collectives::AllreduceAlgo algo :
+       {collectives::AllreduceAlgo::kRing, collectives::AllreduceAlgo::kNccl}) {
+    std::vector<Time> direct_end(ranks), polled_end(ranks);
+    netsim::Simulation(testing::timing_star(ranks)).run([&](RankContext& ctx) {
+      const int rank = ctx.transport().rank();
+      Buffer flag = Buffer::host(DType::kI32, 1);
+      fill(flag, 1.0);
+      Buffer data = input_buffer(rank, n);
+      collectives::allreduce(ctx.transport(), flag, ReduceOp::kMin, kControl, algo);
+      collectives::allreduce(ctx.transport(), data, ReduceOp::kSum, kData, algo);
+      direct_end[static_cast<size_t>(rank)] = ctx.clock().now();
+    });
+    netsim::Simulation(testing::timing_star(ranks)).run([&](RankContext& ctx) {
+      const int rank = ctx.transport().rank();
+      Buffer weights = input_buffer(rank, n);
+      std::unique_ptr<Stream> comm = ctx.make_stream("communication");
+      Communicator communicator(ctx.transport(), false);
+      AsyncModelAveragerOptions options{Time::ms(1), kData, kControl};
+      options.algo = algo;
+      AsyncModelAverager averager(ctx, communicator, weights, options);
+      averager.start(*comm);
+      while (averager.rounds() < 1)
+        ctx.clock().sleep(Time::ns(10));
+      polled_end[static_cast<size_t>(rank)] = ctx.clock().now();
+      averager.stop();
+      comm->synchronize();
+    });
+    direct[algo] = *std::max_element(direct_end.begin(), direct_end.end());
+    polled[algo] = *std::max_element(polled_end.begin(), polled_end.end());
+    EXPECT_GE(polled[algo], direct[algo]) << collectives::to_string(algo);
+    EXPECT_LT(polled[algo], direct[algo] + Time::ns(10)) << collectives::to_string(algo);
+  }
+  const Time ring = direct[collectives::AllreduceAlgo::kRing];
+  const Time nccl = direct[collectives::AllreduceAlgo::kNccl];
+  EXPECT_GT(std::max(ring, nccl) - std::min(ring, nccl), Time::us(1));
 }
 
 TEST(AsyncModelAverage, NeverStartedStopsAtOnce) {
