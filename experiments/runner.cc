@@ -158,6 +158,13 @@ RanksRun run_ranks(const PointConfig& point, const Components& c, Backends& back
           RankContext& ctx = tracing ? *tracing : rank_ctx;
           const int rank = ctx.transport().rank();
           std::unique_ptr<Model> model = workload->make_model(rank);
+          // Flow granularity models NCCL's collectives without moving bytes (core/collectives/
+          // nccl_flow.h): a workload whose buffers hold data needs them moved.
+          if (point.has_cluster && model->materialized() &&
+              point.cluster.collective_granularity == collectives::CollectiveGranularity::kFlow)
+            throw ConfigError(
+                "cluster.collective_granularity: \"flow\" carries no data and needs meta buffers (a "
+                "profile workload); workload \"" + point.workload.name + "\" holds data: use \"slice\"");
           // The optimizer's state lives where the weights do: meta for a profile, else the rank's
           // space.
           const BufferView like(nullptr, 0, DType::kF32,

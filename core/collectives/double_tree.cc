@@ -155,7 +155,7 @@ void double_tree_allreduce(Transport& transport, const BufferView& data, ReduceO
   const int ranks = transport.size();
   const int me = transport.rank();
   if (ranks == 1 || data.count() == 0) return;
-  if (FlowCapable* flow = flow_granularity(transport))
+  if (FlowCapable* flow = flow_granularity(transport, data))
     return flow_double_tree_allreduce(*flow, transport, data, tag, options);
   const HostLayout layout = host_layout(transport);
   const int parts = 2 * std::max(1, options.channels / 2);

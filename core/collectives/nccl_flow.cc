@@ -16,20 +16,14 @@ std::string to_string(CollectiveGranularity g) {
   return g == CollectiveGranularity::kFlow ? "flow" : "slice";
 }
 
-FlowCapable* flow_granularity(Transport& transport) {
+FlowCapable* flow_granularity(Transport& transport, const BufferView& data) {
+  if (!data.is_meta()) return nullptr;
   auto* flow = dynamic_cast<FlowCapable*>(&transport);
   if (flow == nullptr || flow->collective_granularity() != CollectiveGranularity::kFlow) return nullptr;
   return flow;
 }
 
 namespace {
-
-void require_meta(const BufferView& data) {
-  if (!data.is_meta())
-    throw ConfigError(
-        "cluster.collective_granularity: \"flow\" carries no data and needs meta buffers (a profile "
-        "workload); this workload's buffers hold data: use \"slice\"");
-}
 
 // A hop of each kind: alpha (an empty message), its transmission time per byte alone (`ns_per_byte`),
 // and while k streams leave the rank at once, each at 1 / k of the rate: on the chain k = the streams
@@ -249,7 +243,6 @@ enum class RingKind { kReduceScatter, kAllgather, kAllreduce };
 // pipelined_ring.cc's steps do.
 void flow_ring(FlowCapable& flow, Transport& transport, const BufferView& data, Tag tag,
                const PipelineOptions& options, RingKind kind) {
-  require_meta(data);
   const int ranks = transport.size();
   const int rank = transport.rank();
   const int right = mod(rank + 1, ranks);
@@ -296,7 +289,6 @@ void flow_ring(FlowCapable& flow, Transport& transport, const BufferView& data, 
 // first); every rank but the last sends each channel's whole part to its right, slice by slice.
 void flow_chain(FlowCapable& flow, Transport& transport, const BufferView& data, int first, Tag tag,
                 const PipelineOptions& options) {
-  require_meta(data);
   const int ranks = transport.size();
   const int rank = transport.rank();
   const int position = mod(rank - first, ranks);
@@ -425,7 +417,6 @@ void flow_double_tree_allreduce(FlowCapable& flow, Transport& transport, const B
   // once in part order (the same order on both sides of every pair). The chain: slice 0 up the
   // deepest path of its tree (hosts' chains of ranks, then the hosts' binary tree) and down to this
   // rank; the window: the part's slices to one peer.
-  require_meta(data);
   const int me = transport.rank();
   const HostLayout layout = host_layout(transport);
   const int parts = 2 * std::max(1, options.channels / 2);

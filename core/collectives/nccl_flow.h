@@ -103,8 +103,9 @@
 // NVLink, finishes its transfers early but waits for its own chain; on a ring, the ranks after a late
 // one get their last slices earlier than the last to start plus a whole chain), and a late rank's
 // neighbours' early slices going out as bursts on links shared max-min (the slice level's ring with
-// one rank 1 ms late: +800 us more). Only meta buffers: the model carries no data, and a
-// materialized buffer is refused with an error naming cluster.collective_granularity.
+// one rank 1 ms late: +800 us more). Only meta buffers: the model carries no data; a
+// materialized buffer goes at slice level (flow_granularity below), and a workload whose buffers hold
+// data is refused with an error naming cluster.collective_granularity (experiments/runner.cc).
 #pragma once
 
 #include <cstdint>
@@ -147,8 +148,12 @@ class FlowCapable {
   virtual void start_together(Tag tag) = 0;
 };
 
-// The transport's flow capability where its granularity is kFlow, else null.
-FlowCapable* flow_granularity(Transport& transport);
+// The transport's flow capability where its granularity is kFlow and `data` is a meta buffer, else
+// null: a buffer that holds data moves at slice level whatever the granularity, since its bytes must
+// arrive (a control value kept in host memory beside meta weights: asynchronous averaging's stop flag,
+// core/primitives/async_model_average.h). A workload whose buffers hold data is refused at flow
+// granularity before it runs (experiments/runner.cc), so only such control values take this way.
+FlowCapable* flow_granularity(Transport& transport, const BufferView& data);
 
 // The flow-granularity forms of nccl.h's collectives: the same signatures, the same bytes per peer,
 // and no data moved (meta buffers only).

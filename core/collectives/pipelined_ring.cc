@@ -235,7 +235,7 @@ void pipelined_reduce_scatter(Transport& transport, const BufferView& data, Redu
                               const PipelineOptions& options) {
   const OperationScope scope("pipelined reduce-scatter");
   if (nothing_to_do(transport, data, options)) return;
-  if (FlowCapable* flow = flow_granularity(transport))
+  if (FlowCapable* flow = flow_granularity(transport, data))
     return flow_reduce_scatter(*flow, transport, data, tag, options);
   std::unique_ptr<Transport> lines;
   Transport& wire = protocol_transport(transport, options, lines);
@@ -248,7 +248,7 @@ void pipelined_allgather(Transport& transport, const BufferView& data, Tag tag,
                          const PipelineOptions& options) {
   const OperationScope scope("pipelined allgather");
   if (nothing_to_do(transport, data, options)) return;
-  if (FlowCapable* flow = flow_granularity(transport))
+  if (FlowCapable* flow = flow_granularity(transport, data))
     return flow_allgather(*flow, transport, data, tag, options);
   std::unique_ptr<Transport> lines;
   Transport& wire = protocol_transport(transport, options, lines);
@@ -263,7 +263,7 @@ void pipelined_ring_allreduce(Transport& transport, const BufferView& data, Redu
   // 2 (ranks - 1) steps form one pipeline, as in runRing.
   const OperationScope scope("pipelined ring allreduce");
   if (nothing_to_do(transport, data, options)) return;
-  if (FlowCapable* flow = flow_granularity(transport))
+  if (FlowCapable* flow = flow_granularity(transport, data))
     return flow_ring_allreduce(*flow, transport, data, tag, options);
   std::unique_ptr<Transport> lines;
   Transport& wire = protocol_transport(transport, options, lines);
@@ -282,7 +282,7 @@ void pipelined_broadcast(Transport& transport, const BufferView& data, int root,
   const int ranks = transport.size();
   BAGUA_CHECK(root >= 0 && root < ranks, "pipelined_broadcast: root " + std::to_string(root));
   if (nothing_to_do(transport, data, options)) return;
-  if (FlowCapable* flow = flow_granularity(transport))
+  if (FlowCapable* flow = flow_granularity(transport, data))
     return flow_broadcast(*flow, transport, data, root, tag, options);
   std::unique_ptr<Transport> lines;
   Transport& wire = protocol_transport(transport, options, lines);
@@ -316,7 +316,7 @@ void pipelined_reduce(Transport& transport, const BufferView& data, int root, Re
   const int ranks = transport.size();
   BAGUA_CHECK(root >= 0 && root < ranks, "pipelined_reduce: root " + std::to_string(root));
   if (nothing_to_do(transport, data, options)) return;
-  if (FlowCapable* flow = flow_granularity(transport))
+  if (FlowCapable* flow = flow_granularity(transport, data))
     return flow_reduce(*flow, transport, data, root, tag, options);
   std::unique_ptr<Transport> lines;
   Transport& wire = protocol_transport(transport, options, lines);

@@ -361,5 +361,25 @@ TEST(NetworkSweep, OnARealRuntimeIsRejectedNamingThePath) {
   EXPECT_NO_THROW(check_points(load_experiment_json(config, ".", {}, *c), *c, backends));
 }
 
+TEST(FlowGranularity, AWorkloadThatHoldsDataIsRefusedBeforeAnyPointRuns) {
+  // NCCL's collectives at flow granularity move no bytes (core/collectives/nccl_flow.h): a workload
+  // with data is refused, naming the setting and the workload, by check_points (before any point
+  // runs); the same config at slice granularity runs.
+  const std::unique_ptr<Components> c = make_components();
+  Json config = config_with(R"({"axes": {"optimizer.lr": [0.1, 0.2]}})",
+                            R"({"name": "gradient_allreduce", "allreduce": "nccl"})", 0.1);
+  config["cluster"]["collective_granularity"] = "flow";
+  Backends backends(c->runtimes, nullptr, nullptr);
+  try {
+    check_points(load_experiment_json(config, ".", {}, *c), *c, backends);
+    FAIL() << "a data workload at flow granularity was accepted";
+  } catch (const ConfigError& err) {
+    EXPECT_EQ(std::string(err.what()).rfind("cluster.collective_granularity: ", 0), 0u) << err.what();
+    EXPECT_NE(std::string(err.what()).find("\"linear_regression\""), std::string::npos) << err.what();
+  }
+  config["cluster"]["collective_granularity"] = "slice";
+  EXPECT_NO_THROW(check_points(load_experiment_json(config, ".", {}, *c), *c, backends));
+}
+
 }  // namespace
 }  // namespace bagua::experiments
