@@ -164,7 +164,8 @@ RanksRun run_ranks(const PointConfig& point, const Components& c, Backends& back
               point.cluster.collective_granularity == collectives::CollectiveGranularity::kFlow)
             throw ConfigError(
                 "cluster.collective_granularity: \"flow\" carries no data and needs meta buffers (a "
-                "profile workload); workload \"" + point.workload.name + "\" holds data: use \"slice\"");
+                "profile workload); workload \"" +
+                point.workload.name + "\" holds data: use \"slice\"");
           // The optimizer's state lives where the weights do: meta for a profile, else the rank's
           // space.
           const BufferView like(nullptr, 0, DType::kF32,

@@ -25,10 +25,9 @@
 // Usage: bench_simgrid_ring [ring|incast|mixed] RANKS BYTES BANDWIDTH_BPS LATENCY_S [--cfg=...]
 // (ring when the pattern is left out). Prints one JSON object: {"pattern", "ranks", "bytes",
 // "simulated_s"}.
-#include <simgrid/s4u.hpp>
-
 #include <cstdio>
 #include <cstdlib>
+#include <simgrid/s4u.hpp>
 #include <string>
 #include <vector>
 
@@ -91,7 +90,8 @@ int main(int argc, char** argv) {
     first = 2;
   }
   if (argc - first != 4 || (pattern != "ring" && pattern != "incast" && pattern != "mixed")) {
-    std::fprintf(stderr, "usage: %s [ring|incast|mixed] RANKS BYTES BANDWIDTH_BPS LATENCY_S [--cfg=...]\n",
+    std::fprintf(stderr,
+                 "usage: %s [ring|incast|mixed] RANKS BYTES BANDWIDTH_BPS LATENCY_S [--cfg=...]\n",
                  argv[0]);
     return 2;
   }
@@ -104,7 +104,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (ranks < 2 || bytes <= 0 || bandwidth_bps <= 0 || latency_s < 0) {
-    std::fprintf(stderr, "bench_simgrid_ring: need RANKS >= 2, BYTES > 0, BANDWIDTH_BPS > 0, LATENCY_S >= 0\n");
+    std::fprintf(stderr,
+                 "bench_simgrid_ring: need RANKS >= 2, BYTES > 0, BANDWIDTH_BPS > 0, LATENCY_S >= 0\n");
     return 2;
   }
   // Set before the platform exists; a --cfg given on the command line was applied first and is
@@ -114,7 +115,8 @@ int main(int argc, char** argv) {
   for (const std::string& option : alpha_beta) {
     const std::string key = option.substr(0, option.find(':'));
     bool given = false;
-    for (int i = 0; i < argc; ++i) given = given || std::string(argv[i]).find("--cfg=" + key + ":") == 0;
+    for (int i = 0; i < argc; ++i)
+      given = given || std::string(argv[i]).find("--cfg=" + key + ":") == 0;
     if (!given) sg4::Engine::set_config(option);
   }
 
@@ -122,7 +124,8 @@ int main(int argc, char** argv) {
   std::vector<sg4::Host*> hosts;
   for (int i = 0; i < ranks; ++i) {
     sg4::Host* host = star->create_host("host-" + std::to_string(i), 1e12);
-    sg4::SplitDuplexLink* nic = star->create_split_duplex_link("nic-" + std::to_string(i), bandwidth_bps / 8);
+    sg4::SplitDuplexLink* nic =
+        star->create_split_duplex_link("nic-" + std::to_string(i), bandwidth_bps / 8);
     nic->set_latency(latency_s);
     nic->seal();
     // To the star's centre over the up link; the route back (symmetrical) takes the down link.

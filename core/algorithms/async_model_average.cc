@@ -17,8 +17,9 @@ ParamSchema AsyncModelAverage::schema() {
   // (rust/bagua-core/bagua-core-internal/src/comm_ops/decentralized_full_precision_asynchronous.rs),
   // and the warm-up's is gradient_allreduce's: "nccl" is that; "ring" (the default, as
   // gradient_allreduce's) the bulk-synchronous ring.
-  add_allreduce_params(s, "ring", "allreduce algorithm of the warm-up's gradients and of the "
-                                  "background averaging (its flag and its weights)");
+  add_allreduce_params(s, "ring",
+                       "allreduce algorithm of the warm-up's gradients and of the "
+                       "background averaging (its flag and its weights)");
   return s;
 }
 
@@ -31,7 +32,8 @@ AsyncModelAverage::AsyncModelAverage(const Params& params)
 void AsyncModelAverage::init(TrainState& s) {
   communicator_ = std::make_unique<Communicator>(s.ctx.transport(), /*hierarchical=*/false);
   warmup_ = std::make_unique<CentralizedFullPrecision>(
-      s.ctx, *communicator_, s.grads, CentralizedFullPrecisionOptions{/*average=*/true, algo_, protocol_});
+      s.ctx, *communicator_, s.grads,
+      CentralizedFullPrecisionOptions{/*average=*/true, algo_, protocol_});
   averager_ = std::make_unique<AsyncModelAverager>(
       s.ctx, *communicator_, s.weights,
       AsyncModelAveragerOptions{interval_, tags::bucket(tags::kBackground, 0),

@@ -10,8 +10,8 @@
 #include "core/primitives/async_model_average.h"
 #include "core/primitives/choco_gossip.h"
 #include "netsim/simulation.h"
-#include "tests/support/worlds.h"
 #include "tests/core/primitives/world_data.h"
+#include "tests/support/worlds.h"
 
 namespace bagua {
 namespace {

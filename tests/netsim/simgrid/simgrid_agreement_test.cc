@@ -57,7 +57,8 @@ double ours(const Case& c) {
   const Time end = sim.run([&](RankContext& ctx) {
     Transport& t = ctx.transport();
     if (ring) {
-      const BufferView piece(nullptr, static_cast<size_t>(c.bytes / c.ranks), DType::kU8, &meta_space());
+      const BufferView piece(nullptr, static_cast<size_t>(c.bytes / c.ranks), DType::kU8,
+                             &meta_space());
       for (int step = 0; step < 2 * (t.size() - 1); ++step)
         t.sendrecv(piece, (t.rank() + 1) % t.size(), piece, (t.rank() + t.size() - 1) % t.size(), 0);
       return;
@@ -104,7 +105,8 @@ double simgrid(const Case& c) {
   if (!pipe) throw std::runtime_error(std::string("cannot run ") + command);
   std::string out;
   char buffer[256];
-  while (std::fgets(buffer, sizeof buffer, pipe.get()) != nullptr) out += buffer;
+  while (std::fgets(buffer, sizeof buffer, pipe.get()) != nullptr)
+    out += buffer;
   return nlohmann::json::parse(out).at("simulated_s").get<double>();
 }
 
