@@ -82,6 +82,13 @@ void mixed_actor(int rank, double bytes) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The alpha-beta model first, so that a --cfg of the command line, parsed after it, overrides it.
+  std::vector<char*> args = {argv[0], const_cast<char*>("--cfg=network/model:CM02"),
+                             const_cast<char*>("--cfg=network/TCP-gamma:0"),
+                             const_cast<char*>("--cfg=network/crosstraffic:0")};
+  args.insert(args.end(), argv + 1, argv + argc);
+  argc = static_cast<int>(args.size());
+  argv = args.data();
   sg4::Engine engine(&argc, argv);  // consumes --cfg=... and --log=...
   std::string pattern = "ring";
   int first = 1;
@@ -107,17 +114,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "bench_simgrid_ring: need RANKS >= 2, BYTES > 0, BANDWIDTH_BPS > 0, LATENCY_S >= 0\n");
     return 2;
-  }
-  // Set before the platform exists; a --cfg given on the command line was applied first and is
-  // overridden here only for the options it did not name.
-  const std::vector<std::string> alpha_beta = {"network/model:CM02", "network/TCP-gamma:0",
-                                               "network/crosstraffic:0"};
-  for (const std::string& option : alpha_beta) {
-    const std::string key = option.substr(0, option.find(':'));
-    bool given = false;
-    for (int i = 0; i < argc; ++i)
-      given = given || std::string(argv[i]).find("--cfg=" + key + ":") == 0;
-    if (!given) sg4::Engine::set_config(option);
   }
 
   sg4::NetZone* star = sg4::create_star_zone("star");

@@ -395,6 +395,31 @@ TEST(Exactness, QAdamWarmupIsAdamOnTheAveragedGradient) {
       }
 }
 
+// A warm-up that runs the allreduce it is given: `algorithm` with `params` and gradient_allreduce, each
+// with "allreduce": "ring" and then "nccl", 3 iterations on 4 simulated hosts. Keyed by the allreduce.
+struct WarmupRuns {
+  RunResult algorithm;
+  RunResult gradient_allreduce;
+};
+std::map<std::string, WarmupRuns> warmup_beside_gradient_allreduce(const std::string& algorithm,
+                                                                  std::map<std::string, ParamValue> params) {
+  Registries reg;
+  std::map<std::string, WarmupRuns> out;
+  for (const std::string allreduce : {"ring", "nccl"}) {
+    RunSpec spec;
+    spec.algorithm = algorithm;
+    spec.params = params;
+    spec.params["allreduce"] = allreduce;
+    spec.ranks = 4;
+    spec.iterations = 3;
+    RunSpec g = spec;
+    g.algorithm = "gradient_allreduce";
+    g.params = {{"allreduce", allreduce}};
+    out[allreduce] = {run_algorithm(Backend::kSim, reg, spec), run_algorithm(Backend::kSim, reg, g)};
+  }
+  return out;
+}
+
 TEST(Exactness, QAdamWarmsUpWithTheAllreduceItIsGiven) {
   // Bagua's QAdam averages the gradients with NCCL's allreduce while warming up (qadam.cc cites it):
   // "allreduce": "nccl" runs exactly the collective gradient_allreduce runs under "nccl", flat, on the
@@ -404,26 +429,14 @@ TEST(Exactness, QAdamWarmsUpWithTheAllreduceItIsGiven) {
   // the collectives themselves take different times on 4 hosts (NCCL pipelines, the ring waits for
   // every step). The weights stay Adam's on the average gradient (QAdamWarmupIsAdamOnTheAveraged-
   // Gradient) under either.
-  Registries reg;
-  const int64_t iterations = 3;
+  const auto runs =
+      warmup_beside_gradient_allreduce("qadam", {{"lr", 0.05}, {"warmup_steps", int64_t{3}}});
   std::map<std::string, std::vector<Time>> finish, gap;
-  for (const std::string allreduce : {"ring", "nccl"}) {
-    RunSpec q;
-    q.algorithm = "qadam";
-    q.params = {{"lr", 0.05}, {"warmup_steps", iterations}, {"allreduce", allreduce}};
-    q.ranks = 4;
-    q.iterations = iterations;
-    RunResult qadam = run_algorithm(Backend::kSim, reg, q);
-    RunSpec g = q;
-    g.algorithm = "gradient_allreduce";
-    g.params = {{"allreduce", allreduce}};
-    RunResult allreduce_run = run_algorithm(Backend::kSim, reg, g);
-    for (int rank = 0; rank < q.ranks; ++rank) {
-      const auto r = static_cast<size_t>(rank);
-      finish[allreduce].push_back(qadam.train[r].finish);
-      gap[allreduce].push_back(qadam.train[r].finish - allreduce_run.train[r].finish);
+  for (const auto& [allreduce, run] : runs)
+    for (size_t r = 0; r < 4; ++r) {
+      finish[allreduce].push_back(run.algorithm.train[r].finish);
+      gap[allreduce].push_back(run.algorithm.train[r].finish - run.gradient_allreduce.train[r].finish);
     }
-  }
   EXPECT_EQ(gap["ring"], gap["nccl"]);
   EXPECT_NE(finish["ring"], finish["nccl"]);
 }
@@ -433,27 +446,14 @@ TEST(Exactness, AsyncModelAverageWarmsUpWithTheAllreduceItIsGiven) {
   // optimizer) on the allreduce `allreduce` names, and its loop never starts: with every step a warm-up
   // step the two algorithms give the same weights and, on the simulator, finish at the same instants,
   // under "ring" and under "nccl" alike, and those instants differ between the two collectives.
-  Registries reg;
-  const int64_t iterations = 3;
+  const auto runs = warmup_beside_gradient_allreduce("async_model_average", {{"warmup_steps", int64_t{3}}});
   std::map<std::string, std::vector<Time>> finish;
-  for (const std::string allreduce : {"ring", "nccl"}) {
-    RunSpec a;
-    a.algorithm = "async_model_average";
-    a.params = {{"warmup_steps", iterations}, {"allreduce", allreduce}};
-    a.ranks = 4;
-    a.iterations = iterations;
-    RunResult async_run = run_algorithm(Backend::kSim, reg, a);
-    RunSpec g = a;
-    g.algorithm = "gradient_allreduce";
-    g.params = {{"allreduce", allreduce}};
-    RunResult allreduce_run = run_algorithm(Backend::kSim, reg, g);
-    for (int rank = 0; rank < a.ranks; ++rank) {
-      const auto r = static_cast<size_t>(rank);
-      EXPECT_EQ(async_run.train[r].finish, allreduce_run.train[r].finish) << allreduce;
-      EXPECT_EQ(async_run.weights[r], allreduce_run.weights[r]) << allreduce;
-      finish[allreduce].push_back(async_run.train[r].finish);
+  for (const auto& [allreduce, run] : runs)
+    for (size_t r = 0; r < 4; ++r) {
+      EXPECT_EQ(run.algorithm.train[r].finish, run.gradient_allreduce.train[r].finish) << allreduce;
+      EXPECT_EQ(run.algorithm.weights[r], run.gradient_allreduce.weights[r]) << allreduce;
+      finish[allreduce].push_back(run.algorithm.train[r].finish);
     }
-  }
   EXPECT_NE(finish["ring"], finish["nccl"]);
 }
 
