@@ -92,27 +92,16 @@ void MaxMinSolver::rekey_touched() {
     const auto l = static_cast<size_t>(link);
     is_touched_[l] = 0;
     const int32_t at = position_[l];
-    if (at < 0) continue;  // its entry has popped: the link was the bottleneck
-    if (unfrozen_[l] == 0) {
-      // Out of the heap: the last entry takes its place and moves whichever way it must.
-      const Entry last = heap_.back();
-      heap_.pop_back();
-      position_[l] = -1;
-      if (static_cast<size_t>(at) < heap_.size()) {
-        place(static_cast<size_t>(at), last);
-        sift_down(static_cast<size_t>(at));
-        sift_up(static_cast<size_t>(position_[static_cast<size_t>(last.item)]));
-      }
-      continue;
-    }
+    // Popped (the bottleneck), or left with no unfrozen flow (skipped when it reaches the top).
+    if (at < 0 || unfrozen_[l] == 0) continue;
+    // A level that rose is left stale (solve() re-keys it when it reaches the top); one that fell (by
+    // rounding: the flows frozen here froze at no more than its level) moves up now.
     const double level = remaining_[l] / unfrozen_[l];
     Entry& e = heap_[static_cast<size_t>(at)];
-    const bool lower = level < e.level;
-    e.level = level;
-    if (lower)
+    if (level < e.level) {
+      e.level = level;
       sift_up(static_cast<size_t>(at));
-    else
-      sift_down(static_cast<size_t>(at));
+    }
   }
   touched_.clear();
 }
@@ -167,6 +156,21 @@ const std::vector<double>& MaxMinSolver::solve() {
     sift_down(at);
 
   while (frozen_count_ < n_flows && !heap_.empty()) {
+    // A link's key is at most its level (rekey_touched): a key below its link's level is stale, and
+    // the top's key is re-keyed until it is its level. Then the top is the least (level, item) of
+    // all: every other entry's level is at least its key.
+    if (const Entry& top = heap_.front(); static_cast<size_t>(top.item) < n_links) {
+      const auto l = static_cast<size_t>(top.item);
+      if (unfrozen_[l] == 0) {  // every flow on it froze elsewhere
+        pop();
+        continue;
+      }
+      if (const double level = remaining_[l] / unfrozen_[l]; level != top.level) {
+        heap_.front().level = level;
+        sift_down(0);
+        continue;
+      }
+    }
     const Entry e = pop();
     if (static_cast<size_t>(e.item) >= n_links) {  // a flow's cap
       const int flow = e.item - static_cast<int>(n_links);

@@ -16,12 +16,16 @@
 // gives the bottlenecks in order. Ties are broken by (level, kind, index): the result is deterministic.
 //
 // The heap holds at most one entry per link and one per flow whose cap is below the capacity of each
-// of its links (any other cap never pops before its flow is frozen), each keyed by its current level
-// (a link's is updated in place when its flows freeze): the entries pop in the same (level, kind,
-// index) order as a heap of every level ever pushed with the outdated ones skipped, so the freezes,
-// their order and their arithmetic are those of that textbook form, while the heap stays as small as
-// the system. A bottleneck's flows are all frozen before the links they left are re-keyed (once each),
-// and filling stops once every flow is frozen (every entry left would be skipped).
+// of its links (any other cap never pops before its flow is frozen). A link's key is at most its
+// current level: when its flows freeze elsewhere its level rises and its key is left as it was
+// (stale), unless rounding made the level fall, when the key follows at once; a stale key that
+// reaches the top is re-keyed to the level and sifted down, and only a top whose key is its level
+// pops. Every other entry's level is then at least its key, so what pops is the least (level, kind,
+// index) of all: the entries pop in the same order as a heap of every level ever pushed with the
+// outdated ones skipped, so the freezes, their order and their arithmetic are those of that textbook
+// form, while the heap stays as small as the system and a link whose flows freeze elsewhere costs
+// no sift until it reaches the top (most never do: filling stops once every flow is frozen). A
+// bottleneck's flows are all frozen before the links they left are looked at (once each).
 #pragma once
 
 #include <cstdint>
@@ -67,8 +71,8 @@ class MaxMinSolver {
   // Freezes `flow` at `rate`, taking it off its links; the links it leaves with unfrozen flows are
   // listed in touched_ (once each) for rekey_touched().
   void freeze(int flow, double rate);
-  // Every touched link's entry gets its new level (or leaves the heap, once the link has no unfrozen
-  // flow).
+  // Every touched link's entry whose level fell below its key gets its level (one that rose is left
+  // stale for solve()).
   void rekey_touched();
 
   // The system.

@@ -33,6 +33,8 @@ int32_t FlowNetwork::allocate_flow() {
     return id;
   }
   flows_.emplace_back();
+  keys_.emplace_back();
+  flow_mark_.push_back(0);
   return static_cast<int32_t>(flows_.size() - 1);
 }
 
@@ -70,8 +72,14 @@ void FlowNetwork::start(const Route& route, Bytes bytes, Callback done,
     f.constraints.push_back(ceiling_base_ + 2 * hosts.src);
     f.constraints.push_back(ceiling_base_ + 2 * hosts.dst + 1);
   }
-  f.cap = factors_.tcp_window.count() > 0 ? window_cap(factors_, route.latency, between_hosts)
-                                          : factors_.flow_window_cap.bytes_per_second();
+  FlowKey& key = keys_[static_cast<size_t>(id)];
+  key.cap = factors_.tcp_window.count() > 0 ? window_cap(factors_, route.latency, between_hosts)
+                                            : factors_.flow_window_cap.bytes_per_second();
+  key.size = -1;
+  if (f.constraints.size() <= static_cast<size_t>(kKeyConstraints)) {
+    key.size = static_cast<int32_t>(f.constraints.size());
+    std::copy(f.constraints.begin(), f.constraints.end(), key.ids.begin());
+  }
   f.bytes = bytes.count();
   f.remaining = static_cast<double>(bytes.count());
   f.rate = 0;
@@ -130,9 +138,11 @@ bool FlowNetwork::hand_over(int32_t id) {
   const int32_t next = c.head;
   Flow& n = flows_[static_cast<size_t>(next)];
   // On one TCP connection the next flow moves under the same window: the finished flow's cap.
-  if (n.tcp >= 0 && n.tcp == f.tcp) n.cap = f.cap;
+  const double cap = keys_[static_cast<size_t>(id)].cap;
+  if (n.tcp >= 0 && n.tcp == f.tcp) keys_[static_cast<size_t>(next)].cap = cap;
   // Only a flow with the same constraints and cap leaves the max-min problem as it is.
-  if (n.bytes == 0 || n.cap != f.cap || n.constraints.size() != f.constraints.size() ||
+  if (n.bytes == 0 || keys_[static_cast<size_t>(next)].cap != cap ||
+      n.constraints.size() != f.constraints.size() ||
       !std::equal(f.constraints.begin(), f.constraints.end(), n.constraints.begin()))
     return false;
   c.head = n.next_in_connection;
@@ -169,7 +179,7 @@ void FlowNetwork::release(int32_t connection) {
 
 void FlowNetwork::enter_transfer(int32_t id) {
   Flow& f = flows_[static_cast<size_t>(id)];
-  if (f.tcp >= 0) f.cap = tcp_join(id);
+  if (f.tcp >= 0) keys_[static_cast<size_t>(id)].cap = tcp_join(id);
   f.updated = engine_.now();
   f.position.assign(static_cast<int>(f.constraints.size()), 0);
   for (size_t i = 0; i < f.constraints.size(); ++i) {
@@ -182,7 +192,7 @@ void FlowNetwork::enter_transfer(int32_t id) {
   for (int32_t c : f.constraints)
     alone = alone && active_[static_cast<size_t>(c)].size() == 1;
   if (alone)
-    set_rate(id, lone_rate(f));
+    set_rate(id, lone_rate(id));
   else
     reshare_for(f.tcp >= 0, f.constraints);
   if (f.tcp >= 0) tcp_arm(f.tcp);
@@ -284,11 +294,11 @@ void FlowNetwork::reshare(std::span<const int32_t> changed) {
     visit_link(c);
   for (size_t next = 0; next < component_links_.size(); ++next) {
     for (int32_t id : active_[static_cast<size_t>(component_links_[next])]) {
-      Flow& f = flows_[static_cast<size_t>(id)];
-      if (f.mark == epoch_) continue;
-      f.mark = epoch_;
+      uint64_t& mark = flow_mark_[static_cast<size_t>(id)];
+      if (mark == epoch_) continue;
+      mark = epoch_;
       component_flows_.push_back(id);
-      for (int32_t c : f.constraints)
+      for (int32_t c : constraints_of(id))
         visit_link(c);
     }
   }
@@ -297,7 +307,7 @@ void FlowNetwork::reshare(std::span<const int32_t> changed) {
 
   if (component_flows_.size() == 1) {
     const int32_t id = component_flows_.front();
-    set_rate(id, lone_rate(flows_[static_cast<size_t>(id)]));
+    set_rate(id, lone_rate(id));
     return;
   }
   // Many flows re-solved at once (a results gather: P - 1 flows into one link, re-solved as each comes
@@ -335,12 +345,11 @@ void FlowNetwork::reshare(std::span<const int32_t> changed) {
     link_local_[static_cast<size_t>(l)] = solver_.add_link(capacity_[static_cast<size_t>(l)]);
   }
   for (int32_t id : component_flows_) {
-    const Flow& f = flows_[static_cast<size_t>(id)];
     local_.clear();
-    for (int32_t c : f.constraints)
+    for (int32_t c : constraints_of(id))
       if (const int32_t local = link_local_[static_cast<size_t>(c)]; local >= 0)
         local_.push_back(local);
-    solver_.add_flow(local_, f.cap);
+    solver_.add_flow(local_, keys_[static_cast<size_t>(id)].cap);
   }
   const std::vector<double>& rates = solver_.solve();
   for (size_t k = 0; k < component_flows_.size(); ++k)
@@ -366,7 +375,7 @@ double FlowNetwork::sole_bottleneck_level() const {
   }
   if (!best_carries_all) return 0;
   for (int32_t id : component_flows_)
-    if (flows_[static_cast<size_t>(id)].cap < best) return 0;  // a cap would pop first
+    if (keys_[static_cast<size_t>(id)].cap < best) return 0;  // a cap would pop first
   return best;
 }
 
@@ -374,14 +383,14 @@ bool FlowNetwork::shadowed_by_ceiling(int32_t link) const {
   if (ceiling_base_ < 0 || link >= ceiling_base_) return false;
   const std::vector<int32_t>& on_link = active_[static_cast<size_t>(link)];
   // A ceiling that carries the link's flows carries its first flow; it is one of that flow's.
-  for (const int32_t k : flows_[static_cast<size_t>(on_link.front())].constraints) {
+  for (const int32_t k : constraints_of(on_link.front())) {
     if (k < ceiling_base_ || active_[static_cast<size_t>(k)].size() != on_link.size() ||
         capacity_[static_cast<size_t>(k)] > capacity_[static_cast<size_t>(link)])
       continue;
     // Every flow of the link on ceiling k, and as many flows on both: the same flows.
     bool all = true;
     for (size_t i = 1; all && i < on_link.size(); ++i) {
-      const Constraints& c = flows_[static_cast<size_t>(on_link[i])].constraints;
+      const std::span<const int32_t> c = constraints_of(on_link[i]);
       all = std::find(c.begin(), c.end(), k) != c.end();
     }
     if (all) return true;
@@ -389,9 +398,9 @@ bool FlowNetwork::shadowed_by_ceiling(int32_t link) const {
   return false;
 }
 
-double FlowNetwork::lone_rate(const Flow& f) const {
-  double rate = f.cap;
-  for (int32_t c : f.constraints)
+double FlowNetwork::lone_rate(int32_t id) const {
+  double rate = keys_[static_cast<size_t>(id)].cap;
+  for (int32_t c : constraints_of(id))
     rate = std::min(rate, capacity_[static_cast<size_t>(c)]);
   return rate;
 }
@@ -468,7 +477,7 @@ void FlowNetwork::tcp_round(int32_t tcp) {
   tcp_changed_.clear();
   for (const int32_t id : c.active) {
     Flow& f = flows_[static_cast<size_t>(id)];
-    f.cap = cap;
+    keys_[static_cast<size_t>(id)].cap = cap;
     tcp_changed_.insert(tcp_changed_.end(), f.constraints.begin(), f.constraints.end());
   }
   reshare(tcp_changed_);

@@ -103,12 +103,29 @@ class FlowNetwork {
     operator std::span<const int32_t>() const { return ids.span(); }
   };
 
-  // What a re-solve reads and writes of every flow of a component (mark, constraints, cap, rate,
-  // remaining, updated, completion) comes first, in three cache lines, not spread over six: a results
-  // gather re-solves P - 1 flows at each of its P - 1 arrivals.
+  // What a re-solve reads of every flow of a component, apart from the rest of Flow and dense: its
+  // cap and (up to kKeyConstraints of) its constraints, one cache line a flow (and its component
+  // search mark, flow_mark_, 8 bytes a flow). The search visits a flow once for each constraint it
+  // crosses (a flow between hosts of a fat tree: up to 8 links and 2 ceilings) and reads only the
+  // mark after the first; a solve then reads the constraints and cap of each. Within Flow (six cache
+  // lines) each visit was a cache miss: FlowNetwork::reshare was 24 to 44 % of BytePS's and QAdam's
+  // runs at 512 and 1024 ranks, most of it on those loads.
+  static constexpr int kKeyConstraints = 13;
+  struct alignas(64) FlowKey {
+    double cap = 0;    // the window cap, bytes per second (+infinity for none)
+    int32_t size = 0;  // constraints held in `ids`; -1: more than kKeyConstraints, in Flow's list
+    std::array<int32_t, kKeyConstraints> ids{};
+  };
+  // Flow `id`'s constraints, from its key where they fit.
+  std::span<const int32_t> constraints_of(int32_t id) const {
+    const FlowKey& k = keys_[static_cast<size_t>(id)];
+    if (k.size >= 0) return {k.ids.data(), static_cast<size_t>(k.size)};
+    return flows_[static_cast<size_t>(id)].constraints;
+  }
+
+  // What a re-solve reads and writes of every flow of a component besides its key (rate, remaining,
+  // updated, completion) comes first.
   struct Flow {
-    uint64_t mark = 0;     // component search epoch
-    double cap = 0;        // the window cap, bytes per second (+infinity for none)
     double rate = 0;       // bytes per second; 0 until first solved
     double remaining = 0;  // bytes, as of `updated`
     Time updated;
@@ -200,7 +217,7 @@ class FlowNetwork {
   static void reshare_pending_event(void* network, uint64_t);
   // The max-min rate of a flow alone in its component: its slowest constraint's capacity or its cap,
   // exactly what the solver would return (every level it sees is a capacity divided by 1).
-  double lone_rate(const Flow& f) const;
+  double lone_rate(int32_t id) const;
   // The max-min rate of every flow of the component just collected when one link carries them all and
   // is the solver's first bottleneck (its level, capacity / flows, the lowest of the component's link
   // levels and flow caps; ties go to the earlier link, and to any link before a cap, as in the
@@ -229,6 +246,8 @@ class FlowNetwork {
   int ceiling_base_ = -1;
   Engine& engine_;
   std::vector<Flow> flows_;
+  std::vector<FlowKey> keys_;        // per flow, as flows_
+  std::vector<uint64_t> flow_mark_;  // per flow: its component search epoch
   std::vector<int32_t> free_flows_;
   std::vector<double>
       capacity_;  // per constraint: Link::capacity in bytes per second, then the ceilings

@@ -96,6 +96,19 @@ TEST(MaxMin, TwoFlowsShareALinkEqually) {
   EXPECT_EQ(solve(s), (std::vector<double>{5, 5}));
 }
 
+TEST(MaxMin, ALinkWhoseLevelRoseWhileItWaitedIsNotTheBottleneckAtItsOldLevel) {
+  // A (capacity 10) carries f0 and f1, B (12) carries f1 and f2, C (3) carries f0. Levels: A 5, B 6,
+  // C 3. C pops first: f0 = 3, and A's level rises to (10 - 3) / 1 = 7 while its heap key stays 5
+  // (left stale). The least key is then A's 5, but A's level is 7: B, at 6, is the bottleneck, so
+  // f1 = f2 = 6. A popped at its stale key would give f1 5 (and f2 7).
+  MaxMinSolver s;
+  const int a = s.add_link(10), b = s.add_link(12), c = s.add_link(3);
+  s.add_flow(std::vector<int>{a, c});
+  s.add_flow(std::vector<int>{a, b});
+  s.add_flow(std::vector<int>{b});
+  EXPECT_EQ(solve(s), (std::vector<double>{3, 6, 6}));
+}
+
 TEST(MaxMin, TwoFlowsAFlowLimitedElsewhereLeavesCapacityToTheOther) {
   // L0 (capacity 10) carries f0 and f1; f0 also crosses L1 (capacity 4).
   // Levels: L0 10/2 = 5, L1 4/1 = 4. L1 is the bottleneck: f0 = 4. L0 has 10 - 4 = 6 left for f1 alone:
