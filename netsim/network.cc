@@ -1,6 +1,7 @@
 #include "netsim/network.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <span>
 
@@ -21,6 +22,7 @@ FlowNetwork::FlowNetwork(const Topology& topology, const ModelFactors& factors, 
     capacity_.resize(capacity_.size() + 2 * static_cast<size_t>(hosts), ceiling);
   }
   active_.resize(capacity_.size());
+  if (ceiling_base_ >= 0) shadow_.resize(static_cast<size_t>(ceiling_base_));
   link_mark_.resize(capacity_.size(), 0);
   link_local_.resize(capacity_.size(), -1);
   pending_mark_.resize(capacity_.size(), false);
@@ -186,6 +188,7 @@ void FlowNetwork::enter_transfer(int32_t id) {
     auto& on_link = active_[static_cast<size_t>(f.constraints[i])];
     f.position[static_cast<int>(i)] = static_cast<int32_t>(on_link.size());
     on_link.push_back(id);
+    if (f.constraints[i] < ceiling_base_) shadow_enter(f, f.constraints[i]);
   }
   // Alone on every constraint, the flow is a component by itself (what reshare() would find).
   bool alone = true;
@@ -217,6 +220,7 @@ void FlowNetwork::complete(int32_t id) {
       const int32_t moved = on_link.back();
       on_link[pos] = moved;
       on_link.pop_back();
+      if (static_cast<int>(link) < ceiling_base_) shadow_leave(f, static_cast<int32_t>(link));
       if (moved != id) {
         Flow& m = flows_[static_cast<size_t>(moved)];
         for (size_t j = 0; j < m.constraints.size(); ++j)
@@ -379,18 +383,46 @@ double FlowNetwork::sole_bottleneck_level() const {
   return best;
 }
 
+void FlowNetwork::shadow_enter(const Flow& f, int32_t link) {
+  Shadow& s = shadow_[static_cast<size_t>(link)];
+  const bool ceilings = f.constraints[f.constraints.size() - 1] >= ceiling_base_;
+  const int32_t egress = ceilings ? f.constraints[f.constraints.size() - 2] : -1;
+  const int32_t ingress = ceilings ? f.constraints[f.constraints.size() - 1] : -1;
+  if (active_[static_cast<size_t>(link)].size() == 1) s = {egress, ingress, 0, 0};
+  s.with_egress += static_cast<int32_t>(egress >= 0 && egress == s.egress);
+  s.with_ingress += static_cast<int32_t>(ingress >= 0 && ingress == s.ingress);
+}
+
+void FlowNetwork::shadow_leave(const Flow& f, int32_t link) {
+  Shadow& s = shadow_[static_cast<size_t>(link)];
+  if (f.constraints[f.constraints.size() - 1] < ceiling_base_) return;  // no ceilings: not counted
+  s.with_egress -= static_cast<int32_t>(f.constraints[f.constraints.size() - 2] == s.egress);
+  s.with_ingress -= static_cast<int32_t>(f.constraints[f.constraints.size() - 1] == s.ingress);
+}
+
 bool FlowNetwork::shadowed_by_ceiling(int32_t link) const {
   if (ceiling_base_ < 0 || link >= ceiling_base_) return false;
+  const Shadow& s = shadow_[static_cast<size_t>(link)];
+  const auto on_link = static_cast<int32_t>(active_[static_cast<size_t>(link)].size());
+  const auto shadows = [&](int32_t k, int32_t with) {
+    return k >= 0 && with == on_link &&
+           active_[static_cast<size_t>(k)].size() == static_cast<size_t>(on_link) &&
+           capacity_[static_cast<size_t>(k)] <= capacity_[static_cast<size_t>(link)];
+  };
+  const bool shadowed = shadows(s.egress, s.with_egress) || shadows(s.ingress, s.with_ingress);
+  assert(!shadowed || shared_ceiling_below(link));  // the counts never claim what the flows deny
+  return shadowed;
+}
+
+bool FlowNetwork::shared_ceiling_below(int32_t link) const {
   const std::vector<int32_t>& on_link = active_[static_cast<size_t>(link)];
-  // A ceiling that carries the link's flows carries its first flow; it is one of that flow's.
-  for (const int32_t k : constraints_of(on_link.front())) {
+  for (const int32_t k : flows_[static_cast<size_t>(on_link.front())].constraints) {
     if (k < ceiling_base_ || active_[static_cast<size_t>(k)].size() != on_link.size() ||
         capacity_[static_cast<size_t>(k)] > capacity_[static_cast<size_t>(link)])
       continue;
-    // Every flow of the link on ceiling k, and as many flows on both: the same flows.
     bool all = true;
     for (size_t i = 1; all && i < on_link.size(); ++i) {
-      const std::span<const int32_t> c = constraints_of(on_link[i]);
+      const Constraints& c = flows_[static_cast<size_t>(on_link[i])].constraints;
       all = std::find(c.begin(), c.end(), k) != c.end();
     }
     if (all) return true;

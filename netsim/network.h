@@ -234,7 +234,28 @@ class FlowNetwork {
   // or the two tie and the link, earlier in the solver's order, pops first and freezes the same flows
   // at the same level. Either way nothing else ever reads the link's state; the other entries keep
   // their order (MaxMin.ALinkShadowedByAnotherChangesNoRate).
+  // Found in O(1) from shadow_: the candidates are the two ceilings of the first flow to enter the link
+  // since it was last empty (a ceiling all the link's flows share is one of them while that flow is
+  // on it), and shadow_ counts, as flows enter and leave, how many of the link's flows have each (a
+  // flow's ceilings are its last two constraints). A shadow this misses (the first flow gone, the
+  // others sharing another ceiling) leaves the link in the solve, which gives the same rates
+  // (MaxMin.ALinkShadowedByAnotherChangesNoRate). Scanning every flow's constraints instead was 25 %
+  // of BytePS's run at 4096 ranks.
   bool shadowed_by_ceiling(int32_t link) const;
+  // A link's two candidate ceilings (-1: none) and how many of its flows have each.
+  struct Shadow {
+    int32_t egress = -1;
+    int32_t ingress = -1;
+    int32_t with_egress = 0;
+    int32_t with_ingress = 0;
+  };
+  // The definition, by scanning the link's flows: a ceiling of its first flow that every flow on it
+  // has, carrying no other flow, with no more capacity. Debug builds check shadowed_by_ceiling against
+  // it (a shadow claimed where this finds none would change rates).
+  bool shared_ceiling_below(int32_t link) const;
+  // Flow `f` has just entered (left) `link`, a link (not a ceiling), on a network with ceilings.
+  void shadow_enter(const Flow& f, int32_t link);
+  void shadow_leave(const Flow& f, int32_t link);
   // Gives flow `id` its newly solved rate, rescheduling its completion if the rate changed.
   void set_rate(int32_t id, double rate);
   void bring_up_to_date(Flow& f);
@@ -252,6 +273,7 @@ class FlowNetwork {
   std::vector<double>
       capacity_;  // per constraint: Link::capacity in bytes per second, then the ceilings
   std::vector<std::vector<int32_t>> active_;  // per constraint: the phase-2 flows sharing it
+  std::vector<Shadow> shadow_;                // per link, where there are ceilings
   std::vector<int64_t> carried_;              // per link
   std::vector<int32_t> changed_;              // the constraints of a flow that just completed
   FlatMap<int64_t, int32_t, ConnectionHash> connection_index_;  // connection -> connections_ index
