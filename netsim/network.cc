@@ -405,7 +405,7 @@ bool FlowNetwork::shadowed_by_ceiling(int32_t link) const {
   const Shadow& s = shadow_[static_cast<size_t>(link)];
   const auto on_link = static_cast<int32_t>(active_[static_cast<size_t>(link)].size());
   const auto shadows = [&](int32_t k, int32_t with) {
-    return k >= 0 && with == on_link &&
+    return k >= 0 && on_link > 0 && with == on_link &&
            active_[static_cast<size_t>(k)].size() == static_cast<size_t>(on_link) &&
            capacity_[static_cast<size_t>(k)] <= capacity_[static_cast<size_t>(link)];
   };
@@ -416,10 +416,12 @@ bool FlowNetwork::shadowed_by_ceiling(int32_t link) const {
 
 bool FlowNetwork::shared_ceiling_below(int32_t link) const {
   const std::vector<int32_t>& on_link = active_[static_cast<size_t>(link)];
+  // A ceiling that carries the link's flows carries its first flow; it is one of that flow's.
   for (const int32_t k : flows_[static_cast<size_t>(on_link.front())].constraints) {
     if (k < ceiling_base_ || active_[static_cast<size_t>(k)].size() != on_link.size() ||
         capacity_[static_cast<size_t>(k)] > capacity_[static_cast<size_t>(link)])
       continue;
+    // Every flow of the link on ceiling k, and as many flows on both: the same flows.
     bool all = true;
     for (size_t i = 1; all && i < on_link.size(); ++i) {
       const Constraints& c = flows_[static_cast<size_t>(on_link[i])].constraints;
