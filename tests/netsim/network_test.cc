@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <array>
 #include <cstring>
 #include <vector>
 
@@ -424,33 +423,14 @@ TEST(FlowModel, LeafSpineOversubscriptionSharesTheLeafUplink) {
 }
 
 // Leaf-spine of 4 hosts, 2 per leaf, oversubscription 2 (leaf uplinks 2 x 1e9 / 2 = 1e9 B/s), spine
-// latency 250 ns, a host ceiling equal to the NIC (1e9 B/s); `flows` (source host, destination host,
-// bytes) all sent at 0. Returns each flow's arrival, as its receiver sees it: a host receiving two
-// waits for them in `flows` order (list the earlier first).
-std::vector<Time> leaf_spine_with_ceiling(const std::vector<std::array<int64_t, 3>>& flows) {
+// latency 250 ns, a host ceiling equal to the NIC (1e9 B/s); receive_times of `messages`.
+std::vector<Time> leaf_spine_with_ceiling(const std::vector<SentMessage>& messages) {
   ClusterSpec spec = hosts_spec(4);
   spec.topology = {
       "leaf_spine",
       {{"hosts_per_leaf", int64_t{2}}, {"oversubscription", 2.0}, {"spine_latency", int64_t{250}}}};
   spec.factors.host_bandwidth_ceiling = Bandwidth::gigabytes_per_second(1);
-  std::vector<Time> done(flows.size());
-  Simulation(spec).run([&](RankContext& ctx) {
-    Transport& t = ctx.transport();
-    std::vector<RequestPtr> sends;
-    std::vector<std::pair<size_t, RequestPtr>> receives;
-    for (size_t k = 0; k < flows.size(); ++k) {
-      const auto [src, dst, bytes] = flows[k];
-      if (src == t.rank()) sends.push_back(t.isend(meta_bytes(bytes), static_cast<int>(dst), Tag(k)));
-      if (dst == t.rank())
-        receives.emplace_back(k, t.irecv(meta_bytes(bytes), static_cast<int>(src), Tag(k)));
-    }
-    for (auto& [k, r] : receives) {
-      r->wait();
-      done[k] = ctx.clock().now();
-    }
-    wait_all(sends);
-  });
-  return done;
+  return receive_times(spec, messages);
 }
 
 TEST(FlowModel, ALinkIsLeftOutOfTheSolveOnlyWhereACeilingCarriesAllItsFlows) {

@@ -223,24 +223,10 @@ TEST(ModelFactors, ConnectionsPerPeerMultiplyTheWindowCap) {
 
 // Completion times of the receives of 1 MB flows started at 0, one per (src, dst).
 std::vector<Time> flows(const ClusterSpec& spec, const std::vector<std::pair<int, int>>& pairs) {
-  std::vector<Time> done(pairs.size());
-  Simulation(spec).run([&](RankContext& ctx) {
-    Transport& t = ctx.transport();
-    std::vector<RequestPtr> sends;
-    std::vector<std::pair<size_t, RequestPtr>> receives;
-    for (size_t k = 0; k < pairs.size(); ++k) {
-      if (pairs[k].first == t.rank())
-        sends.push_back(t.isend(meta_bytes(kMB), pairs[k].second, static_cast<Tag>(k)));
-      if (pairs[k].second == t.rank())
-        receives.emplace_back(k, t.irecv(meta_bytes(kMB), pairs[k].first, static_cast<Tag>(k)));
-    }
-    for (auto& [k, r] : receives) {
-      r->wait();
-      done[k] = ctx.clock().now();
-    }
-    wait_all(sends);
-  });
-  return done;
+  std::vector<SentMessage> messages;
+  for (const auto& [src, dst] : pairs)
+    messages.push_back({src, dst, kMB});
+  return receive_times(spec, messages);
 }
 
 TEST(ModelFactors, HostCeilingBoundsTheFlowsLeavingAndEnteringOneHost) {
