@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 
 #include "core/collectives/collectives.h"
@@ -205,9 +206,8 @@ std::vector<Time> measure_device(RankContext& ctx, const CalibrationOptions& o, 
   const Buffer floats = Buffer::host(DType::kF32, n);
   const Buffer encoded =
       Buffer::host(DType::kU8, static_cast<size_t>(compressor.encoded_bytes(n).count()));
-  float* x = static_cast<float*>(floats.view().data());
-  for (size_t i = 0; i < n; ++i)
-    x[i] = static_cast<float>(i % 1000) * 1e-3f;
+  const std::vector<float> input = device_pass_input(n);
+  std::copy(input.begin(), input.end(), static_cast<float*>(floats.view().data()));
   work = compressor.encode_cost(n) + compressor.decode_cost(n);
   std::vector<Time> slowest;
   for (int i = 0; i < o.warmup + o.device_repeats; ++i) {
@@ -348,6 +348,15 @@ void validate(const CalibrationOptions& o) {
   if (o.stream_size.count() < 1) fail("--stream-size must be >= 1 B");
   if (o.stream_messages < 1 || o.stream_repeats < 1 || o.burst_repeats < 1 || o.burst_messages < 2)
     fail("stream and burst counts must be >= 1 (burst messages >= 2)");
+}
+
+std::vector<float> device_pass_input(size_t n) {
+  std::mt19937 generator(1);
+  std::normal_distribution<float> gradient(0.0f, 1e-2f);
+  std::vector<float> x(n);
+  for (float& v : x)
+    v = gradient(generator);
+  return x;
 }
 
 Measurements measure(RankContext& ctx, const CalibrationOptions& options) {
