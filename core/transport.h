@@ -85,8 +85,9 @@ class Transport {
   // Returns false when the backend has none; collectives then run the reference ring instead.
   virtual bool native_allreduce(const BufferView& data, ReduceOp op) { return false; }
 
-  // The nominal links of this group's cluster where the backend knows them (the simulator does);
-  // empty otherwise, and cost models fall back to their own defaults.
+  // The nominal links of this group's cluster where the backend knows them (the simulator does; a real
+  // runtime when the run's config describes its cluster, World::set_link_hint); empty otherwise, and
+  // cost models fall back to their own defaults.
   virtual std::optional<LinkHint> link_hint() const { return std::nullopt; }
 
   // Runs `streams` as streams of this rank, as NCCL runs its channels, each on its own thread block

@@ -1,8 +1,10 @@
 #include "experiments/backend.h"
 
 #include <cstdlib>
+#include <optional>
 
 #include "core/check.h"
+#include "netsim/simulation.h"
 
 namespace bagua::experiments {
 
@@ -14,6 +16,13 @@ int launched_rank() {
 }
 
 namespace {
+
+// The links the point's cluster states, for a real runtime's cost models (World::set_link_hint);
+// none without a cluster (a job launched without one: NCCL's defaults).
+std::optional<LinkHint> link_hint_of(const PointConfig& point) {
+  if (!point.has_cluster) return std::nullopt;
+  return netsim::link_hint_of(point.cluster);
+}
 
 WorldRequest request_of(const PointConfig& point, int* argc, char*** argv) {
   WorldRequest q;
@@ -117,11 +126,13 @@ void Backends::run(const PointConfig& point, const std::function<void(RankContex
                         " ranks, but mpirun started " + std::to_string(job_->world->size()) +
                         " processes");
     }
+    job_->world->set_link_hint(link_hint_of(point));
     job_->world->run(body);
     return;
   }
   const std::unique_ptr<World> world = runtimes_.make(point.runtime, request_of(point, argc_, argv_));
   BAGUA_CHECK(!world->is_job(), "runtime '" + point.runtime + "' registered as in-process");
+  world->set_link_hint(link_hint_of(point));
   world->run(body);
   if (report) {
     if (const RunReport* r = world->report()) *report = *r;

@@ -74,6 +74,14 @@ void World::fail(int rank, Time at, std::exception_ptr error) {
     failure = Failure{at, rank, std::move(error)};
 }
 
+LinkHint link_hint_of(const ClusterSpec& spec) {
+  LinkHint hint{spec.intra_host.bandwidth, spec.intra_host.latency, spec.nic.bandwidth,
+                spec.nic.latency};
+  hint.compute_capability = spec.device.compute_capability;
+  hint.nic_near_device = spec.device.nic_path <= NicPath::kPxb;
+  return hint;
+}
+
 Time lone_transfer_time(const ClusterSpec& spec, int src, int dst, Bytes bytes) {
   validate_except_topology(spec);  // the topology's own checks: make_topology, below
   validate_model(spec);

@@ -223,6 +223,11 @@ Time lone_transfer_time(const ClusterSpec& spec, int src, int dst, Bytes bytes);
 Time lone_transfer_time(const ClusterSpec& spec, const Topology& topology, int src, int dst,
                         Bytes bytes);
 
+// The links and devices `spec` is built with, as Transport::link_hint reports them (NCCL's tuner
+// reads them): the simulator's transports, and a real runtime's when a config describes its cluster
+// (World::set_link_hint), so that both tune alike.
+LinkHint link_hint_of(const ClusterSpec& spec);
+
 struct SimOptions {
   bool trace = false;        // record a Chrome trace-event timeline
   TraceFilter trace_filter;  // which ranks and iterations it keeps (core/trace.h)

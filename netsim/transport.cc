@@ -498,12 +498,7 @@ RequestPtr SimTransport::irecv(const BufferView& data, int src, Tag tag) {
 }
 
 std::optional<LinkHint> SimTransport::link_hint() const {
-  const ClusterSpec& spec = world_.spec;
-  LinkHint hint{spec.intra_host.bandwidth, spec.intra_host.latency, spec.nic.bandwidth,
-                spec.nic.latency};
-  hint.compute_capability = spec.device.compute_capability;
-  hint.nic_near_device = spec.device.nic_path <= NicPath::kPxb;
-  return hint;
+  return link_hint_of(world_.spec);
 }
 
 void SimTransport::concurrently(std::span<const ConcurrentStream> streams) {

@@ -502,7 +502,9 @@ std::unique_ptr<Transport> MpiTransport::subgroup(std::span<const int> ranks) {
     free_comm(comm);
     throw;
   }
-  return std::unique_ptr<Transport>(new MpiTransport(std::move(state), std::move(hosts)));
+  auto sub = std::unique_ptr<MpiTransport>(new MpiTransport(std::move(state), std::move(hosts)));
+  sub->hint_ = hint_;
+  return sub;
 }
 
 bool MpiTransport::native_allreduce(const BufferView& data, ReduceOp op) {

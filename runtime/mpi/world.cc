@@ -190,6 +190,10 @@ RankContext& MpiWorld::context() {
   return *context_;
 }
 
+void MpiWorld::set_link_hint(std::optional<LinkHint> hint) {
+  transport().set_link_hint(hint);
+}
+
 MpiTransport& MpiWorld::transport() {
   return context_->mpi_transport();
 }

@@ -47,6 +47,7 @@ class MpiWorld final : public World {
   int rank() const override;
   int size() const override;
   bool is_job() const override { return true; }
+  void set_link_hint(std::optional<LinkHint> hint) override;
 
   // Runs `body` on this process's rank; every rank of the job returns, or throws the same failure.
   // A rank whose body throws raises the abort (runtime/mpi/abort.h): the waits of its transport on the

@@ -418,7 +418,9 @@ RequestPtr NcclTransport::post(const BufferView& data, int peer, Tag tag, bool s
 std::unique_ptr<Transport> NcclTransport::subgroup(std::span<const int> ranks) {
   subgroup_position(*this, ranks, rank_text(rank()) + ": ");
   std::unique_ptr<Transport> bootstrap = state_->bootstrap->subgroup(ranks);
-  return std::make_unique<NcclTransport>(std::move(bootstrap), state_->device, state_->selector);
+  auto sub = std::make_unique<NcclTransport>(std::move(bootstrap), state_->device, state_->selector);
+  sub->hint_ = hint_;
+  return sub;
 }
 
 bool NcclTransport::native_allreduce(const BufferView& data, ReduceOp op) {

@@ -128,6 +128,10 @@ RankContext& NcclWorld::context() {
   return *context_;
 }
 
+void NcclWorld::set_link_hint(std::optional<LinkHint> hint) {
+  transport().set_link_hint(hint);
+}
+
 NcclTransport& NcclWorld::transport() {
   return context_->nccl_transport();
 }

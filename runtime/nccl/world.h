@@ -59,6 +59,7 @@ class NcclWorld final : public World {
   int rank() const override;
   int size() const override;
   bool is_job() const override { return true; }
+  void set_link_hint(std::optional<LinkHint> hint) override;
   int device() const;  // the CUDA device this rank uses
 
   // Runs `body` on this process's rank, on the calling thread (which becomes the compute thread). If it

@@ -174,7 +174,9 @@ std::unique_ptr<Transport> ThreadsTransport::subgroup(std::span<const int> ranks
     hosts.push_back(hosts_[static_cast<size_t>(r)]);
   }
   const uint64_t id = subgroup_id(group_, members);
-  return std::make_unique<ThreadsTransport>(mailbox_, id, std::move(members), std::move(hosts), me);
+  auto sub = std::make_unique<ThreadsTransport>(mailbox_, id, std::move(members), std::move(hosts), me);
+  sub->set_link_hint(hint_);
+  return sub;
 }
 
 }  // namespace bagua::runtime::threads

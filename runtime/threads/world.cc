@@ -72,7 +72,9 @@ void ThreadsWorld::run(const std::function<void(RankContext&)>& body) {
   for (int r = 0; r < all; ++r) {
     threads.emplace_back([&, r] {
       try {
-        ThreadsContext ctx(std::make_unique<ThreadsTransport>(mailbox, 0, members, hosts, r), clock);
+        auto transport = std::make_unique<ThreadsTransport>(mailbox, 0, members, hosts, r);
+        transport->set_link_hint(hint_);
+        ThreadsContext ctx(std::move(transport), clock);
         body(ctx);
       } catch (...) {
         {

@@ -23,12 +23,14 @@ class ThreadsWorld final : public World {
   void run(const std::function<void(RankContext&)>& body) override;
   int rank() const override { return 0; }
   int size() const override { return ranks_ + service_ranks_; }
+  void set_link_hint(std::optional<LinkHint> hint) override { hint_ = hint; }
 
  private:
   int ranks_;
   int ranks_per_host_;
   Time watchdog_;
   int service_ranks_;
+  std::optional<LinkHint> hint_;
 };
 
 }  // namespace bagua::runtime::threads

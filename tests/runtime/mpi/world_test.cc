@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -105,6 +106,43 @@ TEST(MpiWorldFailure, AConfigErrorOfOneRankIsEveryRanksConfigError) {
   EXPECT_EQ(caught.type, "config");
   EXPECT_EQ(caught.what, "algorithm.x: bad on this rank");
   EXPECT_EQ(run_catching([](RankContext&) {}).type, "none");
+}
+
+// The links a config states reach the transport of the next runs and the subgroups made in them
+// (World::set_link_hint), so that NCCL's tuner on this runtime reads them as the simulator's does;
+// none is reported before one is set, nor after it is cleared.
+TEST(MpiWorldLinkHint, TheLinksSetForARunAreTheTransportsAndItsSubgroups) {
+  LinkHint hint{Bandwidth::gigabytes_per_second(150), Time::us(1), Bandwidth::bits_per_second(100e6),
+                Time::us(50)};
+  hint.compute_capability = 90;
+  hint.nic_near_device = false;
+  std::optional<LinkHint> before, seen, in_subgroup, after;
+  mpi_world().run([&](RankContext& ctx) { before = ctx.transport().link_hint(); });
+  mpi_world().set_link_hint(hint);
+  mpi_world().run([&](RankContext& ctx) {
+    Transport& t = ctx.transport();
+    seen = t.link_hint();
+    const std::vector<int> everyone = [&] {
+      std::vector<int> all(static_cast<size_t>(t.size()));
+      for (int r = 0; r < t.size(); ++r)
+        all[static_cast<size_t>(r)] = r;
+      return all;
+    }();
+    in_subgroup = t.subgroup(everyone)->link_hint();
+  });
+  mpi_world().set_link_hint(std::nullopt);
+  mpi_world().run([&](RankContext& ctx) { after = ctx.transport().link_hint(); });
+  EXPECT_FALSE(before.has_value());
+  EXPECT_FALSE(after.has_value());
+  for (const std::optional<LinkHint>& h : {seen, in_subgroup}) {
+    ASSERT_TRUE(h.has_value());
+    EXPECT_EQ(h->inter_host.bytes_per_second(), hint.inter_host.bytes_per_second());
+    EXPECT_EQ(h->inter_host_latency, hint.inter_host_latency);
+    EXPECT_EQ(h->intra_host.bytes_per_second(), hint.intra_host.bytes_per_second());
+    EXPECT_EQ(h->intra_host_latency, hint.intra_host_latency);
+    EXPECT_EQ(h->compute_capability, 90);
+    EXPECT_FALSE(h->nic_near_device);
+  }
 }
 
 }  // namespace
