@@ -85,10 +85,12 @@ class Transport {
   // Returns false when the backend has none; collectives then run the reference ring instead.
   virtual bool native_allreduce(const BufferView& data, ReduceOp op) { return false; }
 
-  // The nominal links of this group's cluster where the backend knows them (the simulator does; a real
-  // runtime when the run's config describes its cluster, World::set_link_hint); empty otherwise, and
-  // cost models fall back to their own defaults.
-  virtual std::optional<LinkHint> link_hint() const { return std::nullopt; }
+  // The nominal links of this group's cluster where the backend knows them: the simulator's own; on a
+  // real runtime those set_link_hint gave (World::set_link_hint, from the run's config), which a
+  // backend hands on to the subgroups it makes. Empty otherwise, and cost models fall back to their
+  // own defaults.
+  virtual std::optional<LinkHint> link_hint() const { return link_hint_; }
+  void set_link_hint(std::optional<LinkHint> hint) { link_hint_ = hint; }
 
   // Runs `streams` as streams of this rank, as NCCL runs its channels, each on its own thread block
   // with its own connections; returns when every one has returned, rethrowing the first exception.
@@ -103,6 +105,9 @@ class Transport {
   void recv(const BufferView& data, int src, Tag tag) { irecv(data, src, tag)->wait(); }
   // Send to `dst` and receive from `src` concurrently (the step of every ring algorithm).
   void sendrecv(const BufferView& out, int dst, const BufferView& in, int src, Tag tag);
+
+ private:
+  std::optional<LinkHint> link_hint_;
 };
 
 // Ranks of this group grouped by host, in host order, and this rank's host peers.

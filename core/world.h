@@ -62,13 +62,10 @@ class World {
   // The last run's report when the runtime models virtual time; null for a real-time runtime, and
   // before the first run.
   virtual const RunReport* report() const { return nullptr; }
-  // The nominal links of the cluster the next runs stand for, which their transports report as
-  // Transport::link_hint (and the subgroups made from them), for the cost models that read it: NCCL's
-  // tuner (core/collectives/nccl.h) picks algorithm, protocol and channels from them. A real runtime
-  // knows no link figures of its own, so without this its tuner took NCCL's defaults (12 GB/s) where
-  // the simulator of the same config took the config's links, and the two ran different algorithms
-  // (LL where the simulator ran Simple: twice the bytes on a 100 Mbit/s network). Nullopt: none.
-  // The simulator reports its cluster's links and ignores this.
+  // The nominal links of the cluster the next runs stand for (nullopt: none), which a real runtime's
+  // transports report as Transport::link_hint, so that NCCL's tuner (core/collectives/nccl.h) picks
+  // the algorithm and protocol the simulator of the same config picks. The simulator reports its own
+  // cluster's links and ignores this.
   virtual void set_link_hint(std::optional<LinkHint> hint) {}
 };
 

@@ -206,8 +206,7 @@ std::vector<Time> measure_device(RankContext& ctx, const CalibrationOptions& o, 
   const Buffer floats = Buffer::host(DType::kF32, n);
   const Buffer encoded =
       Buffer::host(DType::kU8, static_cast<size_t>(compressor.encoded_bytes(n).count()));
-  const std::vector<float> input = device_pass_input(n);
-  std::copy(input.begin(), input.end(), static_cast<float*>(floats.view().data()));
+  fill_device_pass_input(floats.as<float>());
   work = compressor.encode_cost(n) + compressor.decode_cost(n);
   std::vector<Time> slowest;
   for (int i = 0; i < o.warmup + o.device_repeats; ++i) {
@@ -350,13 +349,11 @@ void validate(const CalibrationOptions& o) {
     fail("stream and burst counts must be >= 1 (burst messages >= 2)");
 }
 
-std::vector<float> device_pass_input(size_t n) {
+void fill_device_pass_input(std::span<float> x) {
   std::mt19937 generator(1);
   std::normal_distribution<float> gradient(0.0f, 1e-2f);
-  std::vector<float> x(n);
   for (float& v : x)
     v = gradient(generator);
-  return x;
 }
 
 Measurements measure(RankContext& ctx, const CalibrationOptions& options) {

@@ -20,7 +20,7 @@
 //                 (Bagua's ByteGrad compressor), the memory-bound kind of arithmetic that a real
 //                 runtime does on the rank's own processor (compression, averaging, optimizer
 //                 updates); the slowest rank's time of it gives the device model's memory bandwidth.
-//                 Its floats are gradient-like (device_pass_input): a chunk whose min or max is
+//                 Its floats are gradient-like (fill_device_pass_input): a chunk whose min or max is
 //                 exactly zero takes MinMax's exact path for which zero wins (the reference's scalar
 //                 scan, core/compress/kernels.cc checked_min_max), which made a pass over the former
 //                 input, i % 1000 / 1000 (min 0), time encoding about 3x slower than on a gradient
@@ -62,6 +62,7 @@
 #include <cstdint>
 #include <iosfwd>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -103,10 +104,10 @@ struct CalibrationOptions {
 // Throws ConfigError naming the option when one is out of range.
 void validate(const CalibrationOptions& options);
 
-// The device pass's input: `n` floats drawn from N(0, 0.01^2) with a fixed seed, as bench_compress
-// draws its input (bench/compress.cc): a gradient's spread of signs and magnitudes, no zero at its
-// min or max.
-std::vector<float> device_pass_input(size_t n);
+// Fills `x` with the device pass's input: floats drawn from N(0, 0.01^2) with a fixed seed, as
+// bench_compress draws its input (bench/compress.cc): a gradient's spread of signs and magnitudes, no
+// zero at its min or max.
+void fill_device_pass_input(std::span<float> x);
 
 struct SizeSamples {
   Bytes size;

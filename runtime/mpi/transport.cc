@@ -503,7 +503,7 @@ std::unique_ptr<Transport> MpiTransport::subgroup(std::span<const int> ranks) {
     throw;
   }
   auto sub = std::unique_ptr<MpiTransport>(new MpiTransport(std::move(state), std::move(hosts)));
-  sub->hint_ = hint_;
+  sub->set_link_hint(link_hint());
   return sub;
 }
 

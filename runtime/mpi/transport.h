@@ -38,7 +38,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -108,9 +107,6 @@ class MpiTransport final : public Transport {
   Watchdog* watchdog() const;
   // Rank `rank` of this group's number in MPI_COMM_WORLD.
   int world_rank_of(int rank) const;
-  // What link_hint() reports, here and in the subgroups made after (World::set_link_hint).
-  std::optional<LinkHint> link_hint() const override { return hint_; }
-  void set_link_hint(std::optional<LinkHint> hint) { hint_ = hint; }
 
   struct State;  // communicator, tag bound, scratch pool, detached requests, watchdog; shared with
                  // requests
@@ -123,7 +119,6 @@ class MpiTransport final : public Transport {
   std::shared_ptr<State> state_;
   std::vector<int> hosts_;  // hosts_[r] = host of rank r of this group
   int rank_ = 0;
-  std::optional<LinkHint> hint_;
 };
 
 }  // namespace bagua::runtime::mpi

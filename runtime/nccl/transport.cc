@@ -419,7 +419,7 @@ std::unique_ptr<Transport> NcclTransport::subgroup(std::span<const int> ranks) {
   subgroup_position(*this, ranks, rank_text(rank()) + ": ");
   std::unique_ptr<Transport> bootstrap = state_->bootstrap->subgroup(ranks);
   auto sub = std::make_unique<NcclTransport>(std::move(bootstrap), state_->device, state_->selector);
-  sub->hint_ = hint_;
+  sub->set_link_hint(link_hint());
   return sub;
 }
 

@@ -67,7 +67,6 @@
 
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <span>
 #include <thread>
 
@@ -118,9 +117,6 @@ class NcclTransport final : public Transport {
   bool native_allreduce(const BufferView& data, ReduceOp op) override;
 
   int device() const;
-  // What link_hint() reports, here and in the subgroups made after (World::set_link_hint).
-  std::optional<LinkHint> link_hint() const override { return hint_; }
-  void set_link_hint(std::optional<LinkHint> hint) { hint_ = hint; }
   // Lane `lane`'s communicator (for tests and diagnostics; do not communicate on it).
   ncclComm_t comm(int lane) const;
 
@@ -130,7 +126,6 @@ class NcclTransport final : public Transport {
   RequestPtr post(const BufferView& data, int peer, Tag tag, bool send);
   void check_peer(int peer, const char* what) const;
   std::shared_ptr<State> state_;
-  std::optional<LinkHint> hint_;
 };
 
 }  // namespace bagua::runtime::nccl

@@ -175,7 +175,7 @@ std::unique_ptr<Transport> ThreadsTransport::subgroup(std::span<const int> ranks
   }
   const uint64_t id = subgroup_id(group_, members);
   auto sub = std::make_unique<ThreadsTransport>(mailbox_, id, std::move(members), std::move(hosts), me);
-  sub->set_link_hint(hint_);
+  sub->set_link_hint(link_hint());
   return sub;
 }
 

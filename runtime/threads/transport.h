@@ -13,7 +13,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -76,9 +75,6 @@ class ThreadsTransport final : public Transport {
   RequestPtr isend(const BufferView& data, int dst, Tag tag) override;
   RequestPtr irecv(const BufferView& data, int src, Tag tag) override;
   std::unique_ptr<Transport> subgroup(std::span<const int> ranks) override;
-  // What link_hint() reports, here and in the subgroups made after (World::set_link_hint).
-  std::optional<LinkHint> link_hint() const override { return hint_; }
-  void set_link_hint(std::optional<LinkHint> hint) { hint_ = hint; }
 
  private:
   void check_peer(int peer, const char* what) const;
@@ -87,7 +83,6 @@ class ThreadsTransport final : public Transport {
   std::vector<int> members_;
   std::vector<int> hosts_;
   int rank_;
-  std::optional<LinkHint> hint_;
 };
 
 }  // namespace bagua::runtime::threads
