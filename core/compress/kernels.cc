@@ -604,6 +604,9 @@ constexpr std::array<std::array<uint32_t, 8>, 256> kSetBits = [] {
 // largest key among the candidates, is then the k-th largest of all keys, and the candidates hold
 // every key at or above it, in index order: the kept elements and their order are the reference's.
 //
+// The candidates' keys are kept beside their indices (written by the AVX-512 pass, else read once),
+// so that neither the threshold's search nor the final pass reads x at random but for the kept.
+//
 // With `feedback_x` (error feedback, AVX-512 only), x is the residual e and the elements are
 // x + one e: the sample takes them so, and the first candidates' pass stores them into e.
 namespace {
@@ -635,23 +638,29 @@ void topk_select(const float* x, size_t n, size_t k, uint8_t* y, std::vector<uin
     floor = sample[rank];
   }
 
-  // Candidates: indices (first `count` entries of `candidates`), then their keys after them (and
-  // room for one block's store past the end).
-  if (candidates.size() < 2 * n + kLanes) candidates.resize(2 * n + kLanes);
+  // Candidates: indices (the first `count` entries of `candidates`), their keys from entry n on, the
+  // threshold's bucket after both (grown below).
+  const size_t keys_at = n + kLanes;
+  if (candidates.size() < 2 * keys_at) candidates.resize(2 * keys_at);
   uint32_t* index = candidates.data();
+  uint32_t* keys = index + keys_at;
+  uint32_t top = floor;  // the largest candidate key (floor where the pass did not give it)
+  bool keyed = false;    // whether the pass gave the keys and top
   size_t count = 0;
   for (;;) {
     count = 0;
     size_t i = 0;
 #if defined(BAGUA_X86_KERNELS)
     if (feedback_x) {
-      count =
-          x86::topk_candidates_feedback_avx512(feedback_x, one, const_cast<float*>(x), n, floor, index);
+      count = x86::topk_candidates_feedback_avx512(feedback_x, one, const_cast<float*>(x), n, floor,
+                                                   index, keys, &top);
       feedback_x = nullptr;  // x now holds the elements
       i = n;
+      keyed = true;
     } else if (isa() == Isa::kAvx512) {
-      count = x86::topk_candidates_avx512(x, n, floor, index);
+      count = x86::topk_candidates_avx512(x, n, floor, index, keys, &top);
       i = n;
+      keyed = true;
     }
 #endif
 #if defined(__SSE2__)
@@ -682,12 +691,13 @@ void topk_select(const float* x, size_t n, size_t k, uint8_t* y, std::vector<uin
   }
   // The threshold among the candidates' keys, by the reference's radix select on (key - floor): a
   // histogram of its top 11 bits picks the bucket of the k-th largest, nth_element among that bucket's
-  // keys (compacted in place) finds it.
-  uint32_t* keys = index + count;
-  uint32_t top = floor;
-  for (size_t c = 0; c < count; ++c) {
-    keys[c] = key(index[c]);
-    top = keys[c] > top ? keys[c] : top;
+  // keys (copied after the candidates' keys) finds it.
+  if (!keyed) {
+    top = floor;
+    for (size_t c = 0; c < count; ++c) {
+      keys[c] = key(index[c]);
+      top = keys[c] > top ? keys[c] : top;
+    }
   }
   constexpr int kBucketBits = 11;
   const int shift = std::max(0, static_cast<int>(std::bit_width(top - floor)) - kBucketBits);
@@ -698,21 +708,34 @@ void topk_select(const float* x, size_t n, size_t k, uint8_t* y, std::vector<uin
   size_t above = 0;  // candidates in buckets above `bucket`
   while (above + histogram[bucket] < k)
     above += histogram[bucket--];
+  if (candidates.size() < 2 * keys_at + histogram[bucket] + 1) {
+    candidates.resize(2 * keys_at + histogram[bucket] + 1);
+    index = candidates.data();
+    keys = index + keys_at;
+  }
+  uint32_t* const in_bucket_keys = keys + keys_at;
   size_t in_bucket = 0;
   for (size_t c = 0; c < count; ++c) {
-    keys[in_bucket] = keys[c];
+    in_bucket_keys[in_bucket] = keys[c];
     in_bucket += ((keys[c] - floor) >> shift) == bucket;
   }
-  std::nth_element(keys, keys + (k - above - 1), keys + in_bucket, std::greater<uint32_t>());
-  const uint32_t threshold = keys[k - above - 1];
+  std::nth_element(in_bucket_keys, in_bucket_keys + (k - above - 1), in_bucket_keys + in_bucket,
+                   std::greater<uint32_t>());
+  const uint32_t threshold = in_bucket_keys[k - above - 1];
   for (size_t c = 0; c < in_bucket; ++c)
-    above += keys[c] > threshold;
+    above += in_bucket_keys[c] > threshold;
   size_t ties_left = k - above;
 
   size_t j = 0;
+#if defined(BAGUA_X86_KERNELS)
+  if (keyed) {  // the AVX-512 pass's candidates: kept sixteen at a time
+    j = x86::topk_keep_avx512(index, keys, count, threshold, ties_left, x, k, y);
+    count = 0;
+  }
+#endif
   for (size_t c = 0; c < count && j < k; ++c) {
     const size_t i = index[c];
-    const uint32_t m = key(i);
+    const uint32_t m = keys[c];
     if (m > threshold || (m == threshold && ties_left > 0)) {
       if (m == threshold) --ties_left;
       const auto kept = static_cast<int32_t>(i);

@@ -476,15 +476,19 @@ BAGUA_AVX512 double sum_squares_avx512(const float* x, size_t len) {
 namespace {
 
 // Keys are below 2^31, so a signed comparison orders them; a NaN's magnitude (above 0x7F800000)
-// reaches any floor its key does. The block's candidates' indices are packed to the front of one
-// 16-lane store (vpcompressd), and the count advances by their number.
+// reaches any floor its key does. The block's candidates' indices and keys (the magnitude, at most
+// 0x7F800000) are packed to the front of one 16-lane store each (vpcompressd), and the count advances
+// by their number.
 template <bool kFeedback>
 BAGUA_AVX512 inline size_t topk_candidates(const float* x, float one, float* e, size_t n,
-                                           uint32_t floor, uint32_t* index) {
+                                           uint32_t floor, uint32_t* index, uint32_t* keys,
+                                           uint32_t* top) {
   const __m512i below = _mm512_set1_epi32(static_cast<int32_t>(floor) - 1);
   const __m512i magnitude = _mm512_set1_epi32(0x7FFFFFFF);
+  const __m512i infinity = _mm512_set1_epi32(0x7F800000);
   const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   const __m512 a = _mm512_set1_ps(one);
+  __m512i highest = _mm512_set1_epi32(static_cast<int32_t>(floor));
   size_t count = 0, i = 0;
   for (; i + 16 <= n; i += 16) {
     __m512 v;
@@ -494,12 +498,16 @@ BAGUA_AVX512 inline size_t topk_candidates(const float* x, float one, float* e, 
     } else {
       v = _mm512_loadu_ps(x + i);
     }
-    const __mmask16 mask =
-        _mm512_cmpgt_epi32_mask(_mm512_and_si512(_mm512_castps_si512(v), magnitude), below);
+    const __m512i bits = _mm512_and_si512(_mm512_castps_si512(v), magnitude);
+    const __mmask16 mask = _mm512_cmpgt_epi32_mask(bits, below);
+    const __m512i key = _mm512_min_epu32(bits, infinity);
+    highest = _mm512_mask_max_epu32(highest, mask, highest, key);
     const __m512i indices = _mm512_add_epi32(iota, _mm512_set1_epi32(static_cast<int32_t>(i)));
     _mm512_storeu_si512(index + count, _mm512_maskz_compress_epi32(mask, indices));
+    _mm512_storeu_si512(keys + count, _mm512_maskz_compress_epi32(mask, key));
     count += static_cast<size_t>(std::popcount(static_cast<unsigned>(mask)));
   }
+  uint32_t most = _mm512_reduce_max_epu32(highest);
   for (; i < n; ++i) {
     float v;
     if constexpr (kFeedback) {
@@ -511,20 +519,65 @@ BAGUA_AVX512 inline size_t topk_candidates(const float* x, float one, float* e, 
     uint32_t key = std::bit_cast<uint32_t>(v) & 0x7FFFFFFFu;
     key = key > 0x7F800000u ? 0x7F800000u : key;
     index[count] = static_cast<uint32_t>(i);
-    count += key >= floor;
+    keys[count] = key;
+    if (key >= floor) {
+      most = key > most ? key : most;
+      ++count;
+    }
   }
+  *top = most;
   return count;
 }
 
 }  // namespace
 
-BAGUA_AVX512 size_t topk_candidates_avx512(const float* x, size_t n, uint32_t floor, uint32_t* index) {
-  return topk_candidates<false>(x, 0.0f, nullptr, n, floor, index);
+BAGUA_AVX512 size_t topk_candidates_avx512(const float* x, size_t n, uint32_t floor, uint32_t* index,
+                                           uint32_t* keys, uint32_t* top) {
+  return topk_candidates<false>(x, 0.0f, nullptr, n, floor, index, keys, top);
 }
 
 BAGUA_AVX512 size_t topk_candidates_feedback_avx512(const float* x, float one, float* e, size_t n,
-                                                    uint32_t floor, uint32_t* index) {
-  return topk_candidates<true>(x, one, e, n, floor, index);
+                                                    uint32_t floor, uint32_t* index, uint32_t* keys,
+                                                    uint32_t* top) {
+  return topk_candidates<true>(x, one, e, n, floor, index, keys, top);
+}
+
+BAGUA_AVX512 size_t topk_keep_avx512(const uint32_t* index, const uint32_t* keys, size_t count,
+                                     uint32_t threshold, size_t ties_left, const float* x, size_t k,
+                                     uint8_t* y) {
+  const __m512i t = _mm512_set1_epi32(static_cast<int32_t>(threshold));
+  uint8_t* const values = y + 4 * k;
+  size_t j = 0, c = 0;
+  auto keep_one = [&](size_t d) {
+    const bool tie = keys[d] == threshold && ties_left > 0;
+    if (keys[d] > threshold || tie) {
+      ties_left -= tie;
+      std::memcpy(y + 4 * j, index + d, 4);
+      std::memcpy(values + 4 * j, x + index[d], 4);
+      ++j;
+    }
+  };
+  // Sixteen candidates at a time while none of them is a tie still to keep: the kept lanes' indices
+  // and gathered values packed to the front (masked stores: nothing past the kept is written).
+  for (; c + 16 <= count && j < k; c += 16) {
+    const __m512i m = _mm512_loadu_si512(keys + c);
+    if (ties_left > 0 && _mm512_cmpeq_epi32_mask(m, t) != 0) {
+      for (size_t d = c; d < c + 16 && j < k; ++d)
+        keep_one(d);
+      continue;
+    }
+    const __mmask16 keep = _mm512_cmpgt_epu32_mask(m, t);
+    const __m512i i = _mm512_loadu_si512(index + c);
+    const __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), keep, i, x, 4);
+    const auto kept = static_cast<unsigned>(std::popcount(static_cast<unsigned>(keep)));
+    const auto front = static_cast<__mmask16>((1u << kept) - 1u);
+    _mm512_mask_storeu_epi32(y + 4 * j, front, _mm512_maskz_compress_epi32(keep, i));
+    _mm512_mask_storeu_ps(values + 4 * j, front, _mm512_maskz_compress_ps(keep, v));
+    j += kept;
+  }
+  for (; c < count && j < k; ++c)
+    keep_one(c);
+  return j;
 }
 
 BAGUA_AVX512 double sum_abs_avx512(const float* x, size_t len) {

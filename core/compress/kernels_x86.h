@@ -59,11 +59,18 @@ void fp16_decode_avx2(const uint8_t* y, size_t n, float* x);
 void fp16_decode_avx512(const uint8_t* y, size_t n, float* x);
 
 // top-k (topk.h), AVX-512: the indices of the elements whose key (|x|'s bits, a NaN's counted as
-// infinity's) is at least `floor`, in index order, into `index` (room for n + 16); returns their
-// number. The second form first makes e := x + one e (add_scaled's operations) and selects from it.
-size_t topk_candidates_avx512(const float* x, size_t n, uint32_t floor, uint32_t* index);
+// infinity's) is at least `floor`, in index order, into `index`, and their keys into `keys` (room for
+// n each); returns their number, and the largest of their keys and `floor` in *top. The second form
+// first makes e := x + one e (add_scaled's operations) and selects from it.
+size_t topk_candidates_avx512(const float* x, size_t n, uint32_t floor, uint32_t* index, uint32_t* keys,
+                              uint32_t* top);
 size_t topk_candidates_feedback_avx512(const float* x, float one, float* e, size_t n, uint32_t floor,
-                                       uint32_t* index);
+                                       uint32_t* index, uint32_t* keys, uint32_t* top);
+// The kept candidates, in index order: those whose key is above `threshold`, and the first
+// `ties_left` of those whose key equals it; their indices from y, their values x[i] from y + 4 k.
+// Returns how many were kept (k where the threshold is the k-th largest key).
+size_t topk_keep_avx512(const uint32_t* index, const uint32_t* keys, size_t count, uint32_t threshold,
+                        size_t ties_left, const float* x, size_t k, uint8_t* y);
 
 // QSGD (qsgd.h), AVX-512 only (its draws are 64-bit multiplies, one instruction there); terms of
 // core/compress/qsgd_code.h:

@@ -447,6 +447,28 @@ TEST(CompressKernels, TopKWhoseSampleMisleadsStillMatches) {
   });
 }
 
+TEST(CompressKernels, TopKWithTiesAtTheThresholdMatches) {
+  for_each_isa([&] {
+    // Magnitudes from eight values only: the k-th largest key is shared by many elements, some kept
+    // (the first in index order) and some not, in blocks where other elements are kept too; the
+    // AVX-512 pass keeps such blocks one element at a time while ties are left, sixteen at a time after.
+    for (size_t n : {size_t{100}, size_t{4099}, size_t{70001}}) {
+      std::vector<float> x(n);
+      for (size_t i = 0; i < n; ++i)
+        x[i] = static_cast<float>((i * 2654435761u >> 7) % 8) * ((i % 3 == 0) ? -0.5f : 0.5f);
+      for (double ratio : {0.01, 0.2, 0.5, 0.9}) {
+        const size_t k = sparse_k(ratio, n);
+        std::vector<uint32_t> scratch_a, scratch_b;
+        expect_same_encoding(
+            x, 8 * k,
+            [&](const float* in, uint8_t* out) { fast::topk_encode(in, n, k, out, scratch_a); },
+            [&](const float* in, uint8_t* out) { ref::topk_encode(in, n, k, out, scratch_b); },
+            "topk ties n=" + std::to_string(n) + " ratio=" + std::to_string(ratio));
+      }
+    }
+  });
+}
+
 // One QSGD case at the level in use: the kernel encodes x as the reference does (at `seed`, `step`),
 // and decodes as the reference does the random bytes of `random_seed` where given, else the
 // reference's encoding of x.
