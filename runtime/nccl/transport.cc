@@ -128,6 +128,17 @@ struct NcclTransport::State {
   ~State() {
     if (cudaSetDevice(device) != cudaSuccess) return;  // no device: nothing was created
     for (Lane& lane : lanes) {
+      // A communicator that failed asynchronously (a peer died, a network error) is aborted, not
+      // waited for: its kernels stop only once NCCL's abort flag is set, so synchronizing its stream or
+      // destroying it (which synchronizes too) would wait for ever (NCCL user guide, "Creating a
+      // Communicator", "Error handling and communicator abort"; ncclCommAbort came with
+      // ncclCommGetAsyncError in NCCL 2.4.2 "to properly handle network errors").
+      ncclResult_t async = ncclSuccess;
+      if (lane.comm && (ncclCommGetAsyncError(lane.comm, &async) != ncclSuccess ||
+                        (async != ncclSuccess && async != ncclInProgress))) {
+        BAGUA_NCCL_WARN(ncclCommAbort(lane.comm));
+        lane.comm = nullptr;
+      }
       if (lane.comm) {
         try {
           std::lock_guard<std::mutex> lock(lane.mu);

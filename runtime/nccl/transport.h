@@ -45,7 +45,8 @@
 //
 // Threads. The compute thread and one other thread may use a transport at the same time. A second
 // non-compute thread posting while a first one's operations are still pending is a ConfigError (a
-// best-effort check: it catches the overlap only when it happens while operations are pending).
+// best-effort check: it catches the overlap only when it happens while operations are pending); the
+// world's context (world.cc) refuses a second stream as it is made, so that no algorithm gets that far.
 // native_allreduce is an NCCL collective on the caller's lane: every rank calls it from the same kind
 // of thread, in the same order relative to its other operations on that lane.
 //

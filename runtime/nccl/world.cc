@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <exception>
 #include <limits>
+#include <mutex>
+#include <optional>
 #include <string>
 
 #include "core/check.h"
@@ -51,6 +53,60 @@ int visible_devices() {
 
 }  // namespace
 
+namespace {
+
+// The streams a rank's context has made and not yet destroyed: at most one at a time. The transport
+// carries the compute thread's operations on lane 0 and every other thread's on lane 1, whose NCCL
+// communicator matches them by posting order (transport.h, "Threads"); two streams posting at once
+// would post in an order that differs from rank to rank. So a second stream is refused when it is
+// made (byteps, whose push, pull and server streams communicate at once, is the algorithm that asks
+// for one), rather than pairing the wrong messages when it runs.
+class StreamSlot {
+ public:
+  // Throws ConfigError naming `name` and the stream that holds the slot.
+  void take(const std::string& name) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (holder_)
+      throw ConfigError("nccl runtime: stream \"" + name + "\": a rank communicates from its compute " +
+                        "thread and one stream at a time, and \"" + *holder_ +
+                        "\" is that stream (an algorithm with several communicating streams, such " +
+                        "as byteps, runs on the mpi, threads and sim runtimes)");
+    holder_ = name;
+  }
+  void give_back() {
+    std::lock_guard<std::mutex> lock(mu_);
+    holder_.reset();
+  }
+
+ private:
+  std::mutex mu_;
+  std::optional<std::string> holder_;
+};
+
+// A ThreadStream holding the slot until it is destroyed (its thread joined).
+class SlottedStream final : public Stream {
+ public:
+  SlottedStream(std::string name, std::shared_ptr<StreamSlot> slot) : slot_(std::move(slot)) {
+    slot_->take(name);
+    inner_ = std::make_unique<ThreadStream>(std::move(name));
+  }
+  ~SlottedStream() override {
+    inner_.reset();
+    slot_->give_back();
+  }
+  SlottedStream(const SlottedStream&) = delete;
+  SlottedStream& operator=(const SlottedStream&) = delete;
+  const std::string& name() const override { return inner_->name(); }
+  EventPtr submit(std::function<void()> task) override { return inner_->submit(std::move(task)); }
+  void synchronize() override { inner_->synchronize(); }
+
+ private:
+  std::shared_ptr<StreamSlot> slot_;
+  std::unique_ptr<ThreadStream> inner_;
+};
+
+}  // namespace
+
 class NcclWorld::Context final : public RankContext {
  public:
   Context(int device, std::unique_ptr<NcclTransport> transport, std::shared_ptr<LaneSelector> lanes)
@@ -63,7 +119,7 @@ class NcclWorld::Context final : public RankContext {
   NcclTransport& nccl_transport() { return *transport_; }
   Clock& clock() override { return clock_; }
   std::unique_ptr<Stream> make_stream(std::string name) override {
-    return std::make_unique<ThreadStream>(std::move(name));
+    return std::make_unique<SlottedStream>(std::move(name), stream_slot_);
   }
   EventPtr make_event() override { return std::make_shared<ThreadEvent>(); }
   const Space& space() const override { return space_; }
@@ -71,6 +127,7 @@ class NcclWorld::Context final : public RankContext {
   LaneSelector& lanes() { return *lanes_; }
 
  private:
+  std::shared_ptr<StreamSlot> stream_slot_ = std::make_shared<StreamSlot>();
   CudaSpace space_;
   std::unique_ptr<NcclTransport> transport_;
   std::shared_ptr<LaneSelector> lanes_;
@@ -102,11 +159,15 @@ NcclWorld::NcclWorld(int* argc, char*** argv, int ranks_per_host, Time watchdog)
   const int device = place.local_rank % devices;
   use_device(device);
 
-  // Keep pool memory for reuse instead of releasing it at every synchronization (see world.h).
+  // Keep pool memory for reuse instead of releasing it at every synchronization, and never reuse a
+  // block whose free waits on another stream (see world.h).
   cudaMemPool_t pool = nullptr;
   BAGUA_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
   uint64_t threshold = std::numeric_limits<uint64_t>::max();
   BAGUA_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+  int cross_stream_reuse = 0;
+  BAGUA_CUDA_CHECK(
+      cudaMemPoolSetAttribute(pool, cudaMemPoolReuseAllowInternalDependencies, &cross_stream_reuse));
 
   auto lanes = std::make_shared<LaneSelector>(std::this_thread::get_id());
   auto bootstrap =

@@ -16,9 +16,14 @@
 // if it was initialized here. The thread that constructs the world, or last called run(), is the rank's
 // compute thread (lane 0 of the transport); streams made by the context communicate on lane 1.
 //
-// Process-wide setting: the device's default memory pool keeps the memory it has handed out for reuse
-// (release threshold = unlimited) instead of returning it at every synchronization, so that the per-
-// operation allocations of this runtime (staging, scratch, temporaries) stay cheap.
+// Process-wide settings of the device's default memory pool: it keeps the memory it has handed out for
+// reuse (release threshold = unlimited) instead of returning it at every synchronization, so that the
+// per-operation allocations of this runtime (staging, scratch, temporaries) stay cheap; and an
+// allocation never reuses a block whose free is still queued on another stream
+// (cudaMemPoolReuseAllowInternalDependencies = 0): by default cudaMallocAsync may make its stream
+// wait for that stream instead (CUDA runtime API, cudaMemPoolAttr), so the compute thread's allocation
+// would wait behind its communication lane's NCCL kernels, which may wait for a peer (runtime/nccl/
+// space.h: a free or an allocation waits for nothing of the other lane).
 #pragma once
 
 #include <functional>

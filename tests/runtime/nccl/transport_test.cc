@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "core/collectives/collectives.h"
@@ -158,6 +159,22 @@ TEST_F(NcclTest, TwoThreadsOfARankCommunicateAtOnceOnTheirOwnLanes) {
                              [&](size_t i) { return summed(t.size(), i, 1000 + round); }),
               "")
         << "communication thread, round " << round;
+}
+
+TEST_F(NcclTest, ASecondStreamAtOnceIsRefusedWhenMade) {
+  // Lane 1 carries one stream's operations in posting order: a second stream alive at the same time is
+  // a ConfigError naming both, and once the first is destroyed another may be made.
+  std::unique_ptr<Stream> first = context().make_stream("communication");
+  try {
+    std::unique_ptr<Stream> second = context().make_stream("byteps reduce");
+    ADD_FAILURE() << "a second stream was made while \"communication\" was alive";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("\"byteps reduce\""), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("\"communication\""), std::string::npos) << e.what();
+  }
+  first.reset();
+  std::unique_ptr<Stream> again = context().make_stream("communication");
+  EXPECT_EQ(again->name(), "communication");
 }
 
 TEST_F(NcclTest, SubgroupsRenumberTheirMembers) {
