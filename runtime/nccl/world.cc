@@ -2,6 +2,8 @@
 
 #include <mpi.h>
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
@@ -9,6 +11,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/check.h"
 #include "runtime/common/real_clock.h"
@@ -49,6 +52,38 @@ int visible_devices() {
     return 0;
   }
   return count;
+}
+
+// Collective over the ranks of this rank's node: the number of other ranks there whose device has the
+// PCI bus id of this rank's `device` (-1: none). The bus id names the physical GPU whatever numbering
+// CUDA_VISIBLE_DEVICES gives each process, so that ranks bound to a GPU each by their launcher (one
+// visible device per process) are told apart from ranks that share one.
+int ranks_sharing_device(int device) {
+  constexpr int kIdBytes = 32;  // "dddd:bb:dd.f" and its terminator, with room to spare
+  std::array<char, kIdBytes> mine{};
+  if (device >= 0 && cudaDeviceGetPCIBusId(mine.data(), kIdBytes, device) != cudaSuccess) {
+    cudaGetLastError();
+    mine.fill('\0');  // unknown: shared with nobody
+  }
+  MPI_Comm node = MPI_COMM_NULL;
+  int world_rank = 0;
+  BAGUA_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank));
+  BAGUA_MPI_CHECK(
+      MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank, MPI_INFO_NULL, &node));
+  int size = 1, rank = 0;
+  int error = MPI_Comm_size(node, &size);
+  if (error == MPI_SUCCESS) error = MPI_Comm_rank(node, &rank);
+  std::vector<char> all(static_cast<size_t>(size) * kIdBytes);
+  if (error == MPI_SUCCESS)
+    error = MPI_Allgather(mine.data(), kIdBytes, MPI_CHAR, all.data(), kIdBytes, MPI_CHAR, node);
+  MPI_Comm_free(&node);
+  BAGUA_MPI_CHECK(error);
+  int sharing = 0;
+  for (int r = 0; r < size; ++r)
+    if (r != rank && mine[0] != '\0' &&
+        std::equal(mine.begin(), mine.end(), all.begin() + static_cast<ptrdiff_t>(r) * kIdBytes))
+      ++sharing;
+  return sharing;
 }
 
 }  // namespace
@@ -140,14 +175,17 @@ NcclWorld::NcclWorld(int* argc, char*** argv, int ranks_per_host, Time watchdog)
   // collectively, so that all ranks throw together rather than some waiting in ncclCommInitRank.
   const int devices = visible_devices();
   const NodePlace place = node_place();
+  const int device = devices > 0 ? place.local_rank % devices : -1;
+  const int sharing = ranks_sharing_device(device);  // collective: every rank of the node calls it
   std::string problem;
   if (devices == 0) {
     problem = "sees no CUDA device; run it on GPUs, or use the mpi runtime";
-  } else if (place.local_size > devices) {
-    problem = "its node runs " + std::to_string(place.local_size) + " ranks on " +
+  } else if (sharing > 0) {
+    problem = "shares its CUDA device with " + std::to_string(sharing) +
+              " other rank(s) of its node (" + std::to_string(place.local_size) + " ranks, " +
               std::to_string(devices) +
-              " CUDA device(s); NCCL needs one device per rank (start at most " +
-              std::to_string(devices) + " ranks per node)";
+              " device(s) visible to this one); NCCL needs one device per rank (start at most as " +
+              "many ranks per node as it has GPUs)";
   }
   int usable = problem.empty() ? 1 : 0;
   BAGUA_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &usable, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
@@ -156,7 +194,6 @@ NcclWorld::NcclWorld(int* argc, char*** argv, int ranks_per_host, Time watchdog)
   if (!usable)
     throw ConfigError("nccl runtime: rank " + std::to_string(mpi_->rank()) +
                       ": another rank has no CUDA device of its own (see its message)");
-  const int device = place.local_rank % devices;
   use_device(device);
 
   // Keep pool memory for reuse instead of releasing it at every synchronization, and never reuse a

@@ -3,9 +3,12 @@
 //
 // Launch with mpirun, one process per GPU, e.g.
 //   mpirun -np 8 bagua run CONFIG.json
-// (as root add --allow-run-as-root). Rank r uses GPU number (local rank), its local rank being its
-// position among the ranks of its node (MPI_Comm_split_type, MPI_COMM_TYPE_SHARED); a node must see at
-// least as many GPUs as it runs ranks (NCCL refuses two ranks of one communicator on one GPU).
+// (as root add --allow-run-as-root). Rank r uses the visible GPU number (local rank) modulo the GPUs
+// it sees, its local rank being its position among the ranks of its node (MPI_Comm_split_type,
+// MPI_COMM_TYPE_SHARED): all of a node's GPUs visible to every rank, or one GPU per rank where the
+// launcher binds each to its own (CUDA_VISIBLE_DEVICES). Two ranks of a node on one physical GPU (the
+// same PCI bus id) are refused, every rank together, with a one-line error (NCCL refuses two ranks of
+// one communicator on one GPU).
 //
 // The rank's context: an NcclTransport over all ranks (bootstrapped over MPI), a CudaSpace on the
 // rank's GPU as its space() — so the trainer keeps weights and gradients in GPU memory, and synthetic
