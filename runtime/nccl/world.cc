@@ -31,12 +31,18 @@ struct NodePlace {
   int local_rank = 0;
   int local_size = 1;
 };
-NodePlace node_place() {
+// The communicator of this rank's node (MPI_COMM_TYPE_SHARED), collective; the caller frees it.
+MPI_Comm node_communicator() {
   MPI_Comm node = MPI_COMM_NULL;
   int world_rank = 0;
   BAGUA_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank));
   BAGUA_MPI_CHECK(
       MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank, MPI_INFO_NULL, &node));
+  return node;
+}
+
+NodePlace node_place() {
+  MPI_Comm node = node_communicator();
   NodePlace place;
   int error = MPI_Comm_rank(node, &place.local_rank);
   if (error == MPI_SUCCESS) error = MPI_Comm_size(node, &place.local_size);
@@ -65,11 +71,7 @@ int ranks_sharing_device(int device) {
     cudaGetLastError();
     mine.fill('\0');  // unknown: shared with nobody
   }
-  MPI_Comm node = MPI_COMM_NULL;
-  int world_rank = 0;
-  BAGUA_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank));
-  BAGUA_MPI_CHECK(
-      MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank, MPI_INFO_NULL, &node));
+  MPI_Comm node = node_communicator();
   int size = 1, rank = 0;
   int error = MPI_Comm_size(node, &size);
   if (error == MPI_SUCCESS) error = MPI_Comm_rank(node, &rank);
