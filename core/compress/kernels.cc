@@ -21,6 +21,7 @@
 #include "core/compress/qsgd_code.h"
 #include "core/compress/reference.h"
 #include "core/compress/simd.h"
+#include "core/compress/topk_keep.h"
 
 // Every float operation here is the reference's, rounded as the reference rounds it: no a * b + c may
 // become a fused multiply-add (the x86-64-v4 clone has FMA instructions).
@@ -724,27 +725,16 @@ void topk_select(const float* x, size_t n, size_t k, uint8_t* y, std::vector<uin
   const uint32_t threshold = in_bucket_keys[k - above - 1];
   for (size_t c = 0; c < in_bucket; ++c)
     above += in_bucket_keys[c] > threshold;
-  size_t ties_left = k - above;
-
-  size_t j = 0;
+  TopkKept kept{threshold, k - above, k, y};
 #if defined(BAGUA_X86_KERNELS)
   if (keyed) {  // the AVX-512 pass's candidates: kept sixteen at a time
-    j = x86::topk_keep_avx512(index, keys, count, threshold, ties_left, x, k, y);
+    x86::topk_keep_avx512(index, keys, count, x, kept);
     count = 0;
   }
 #endif
-  for (size_t c = 0; c < count && j < k; ++c) {
-    const size_t i = index[c];
-    const uint32_t m = keys[c];
-    if (m > threshold || (m == threshold && ties_left > 0)) {
-      if (m == threshold) --ties_left;
-      const auto kept = static_cast<int32_t>(i);
-      std::memcpy(y + 4 * j, &kept, 4);
-      store_f32(y + 4 * k + 4 * j, x[i]);
-      ++j;
-    }
-  }
-  BAGUA_CHECK_EQ(j, k, "topk encode: elements kept");
+  for (size_t c = 0; c < count && kept.count < k; ++c)
+    kept.offer(index[c], keys[c], x);
+  BAGUA_CHECK_EQ(kept.count, k, "topk encode: elements kept");
 }
 
 }  // namespace

@@ -542,42 +542,31 @@ BAGUA_AVX512 size_t topk_candidates_feedback_avx512(const float* x, float one, f
   return topk_candidates<true>(x, one, e, n, floor, index, keys, top);
 }
 
-BAGUA_AVX512 size_t topk_keep_avx512(const uint32_t* index, const uint32_t* keys, size_t count,
-                                     uint32_t threshold, size_t ties_left, const float* x, size_t k,
-                                     uint8_t* y) {
-  const __m512i t = _mm512_set1_epi32(static_cast<int32_t>(threshold));
-  uint8_t* const values = y + 4 * k;
-  size_t j = 0, c = 0;
-  auto keep_one = [&](size_t d) {
-    const bool tie = keys[d] == threshold && ties_left > 0;
-    if (keys[d] > threshold || tie) {
-      ties_left -= tie;
-      std::memcpy(y + 4 * j, index + d, 4);
-      std::memcpy(values + 4 * j, x + index[d], 4);
-      ++j;
-    }
-  };
+BAGUA_AVX512 void topk_keep_avx512(const uint32_t* index, const uint32_t* keys, size_t count,
+                                   const float* x, TopkKept& kept) {
+  const __m512i t = _mm512_set1_epi32(static_cast<int32_t>(kept.threshold));
+  uint8_t* const values = kept.y + 4 * kept.k;
+  size_t c = 0;
   // Sixteen candidates at a time while none of them is a tie still to keep: the kept lanes' indices
   // and gathered values packed to the front (masked stores: nothing past the kept is written).
-  for (; c + 16 <= count && j < k; c += 16) {
+  for (; c + 16 <= count && kept.count < kept.k; c += 16) {
     const __m512i m = _mm512_loadu_si512(keys + c);
-    if (ties_left > 0 && _mm512_cmpeq_epi32_mask(m, t) != 0) {
-      for (size_t d = c; d < c + 16 && j < k; ++d)
-        keep_one(d);
+    if (kept.ties_left > 0 && _mm512_cmpeq_epi32_mask(m, t) != 0) {
+      for (size_t d = c; d < c + 16 && kept.count < kept.k; ++d)
+        kept.offer(index[d], keys[d], x);
       continue;
     }
     const __mmask16 keep = _mm512_cmpgt_epu32_mask(m, t);
     const __m512i i = _mm512_loadu_si512(index + c);
     const __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), keep, i, x, 4);
-    const auto kept = static_cast<unsigned>(std::popcount(static_cast<unsigned>(keep)));
-    const auto front = static_cast<__mmask16>((1u << kept) - 1u);
-    _mm512_mask_storeu_epi32(y + 4 * j, front, _mm512_maskz_compress_epi32(keep, i));
-    _mm512_mask_storeu_ps(values + 4 * j, front, _mm512_maskz_compress_ps(keep, v));
-    j += kept;
+    const auto n = static_cast<unsigned>(std::popcount(static_cast<unsigned>(keep)));
+    const auto front = static_cast<__mmask16>((1u << n) - 1u);
+    _mm512_mask_storeu_epi32(kept.y + 4 * kept.count, front, _mm512_maskz_compress_epi32(keep, i));
+    _mm512_mask_storeu_ps(values + 4 * kept.count, front, _mm512_maskz_compress_ps(keep, v));
+    kept.count += n;
   }
-  for (; c < count && j < k; ++c)
-    keep_one(c);
-  return j;
+  for (; c < count && kept.count < kept.k; ++c)
+    kept.offer(index[c], keys[c], x);
 }
 
 BAGUA_AVX512 double sum_abs_avx512(const float* x, size_t len) {

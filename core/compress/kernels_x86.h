@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "core/compress/minmax_uint8.h"
+#include "core/compress/topk_keep.h"
 
 namespace bagua::compress_kernels::x86 {
 
@@ -66,11 +67,9 @@ size_t topk_candidates_avx512(const float* x, size_t n, uint32_t floor, uint32_t
                               uint32_t* top);
 size_t topk_candidates_feedback_avx512(const float* x, float one, float* e, size_t n, uint32_t floor,
                                        uint32_t* index, uint32_t* keys, uint32_t* top);
-// The kept candidates, in index order: those whose key is above `threshold`, and the first
-// `ties_left` of those whose key equals it; their indices from y, their values x[i] from y + 4 k.
-// Returns how many were kept (k where the threshold is the k-th largest key).
-size_t topk_keep_avx512(const uint32_t* index, const uint32_t* keys, size_t count, uint32_t threshold,
-                        size_t ties_left, const float* x, size_t k, uint8_t* y);
+// Offers the `count` candidates (indices and keys) to `kept` (topk_keep.h), sixteen at a time.
+void topk_keep_avx512(const uint32_t* index, const uint32_t* keys, size_t count, const float* x,
+                      TopkKept& kept);
 
 // QSGD (qsgd.h), AVX-512 only (its draws are 64-bit multiplies, one instruction there); terms of
 // core/compress/qsgd_code.h:
