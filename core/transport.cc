@@ -12,6 +12,12 @@ void wait_all(std::span<RequestPtr> requests) {
     if (r) r->wait();
 }
 
+std::unique_ptr<Transport> Transport::subgroup(std::span<const int> ranks) {
+  std::unique_ptr<Transport> sub = make_subgroup(ranks);
+  sub->set_link_hint(link_hint());
+  return sub;
+}
+
 void Transport::sendrecv(const BufferView& out, int dst, const BufferView& in, int src, Tag tag) {
   RequestPtr r = irecv(in, src, tag);
   RequestPtr s = isend(out, dst, tag);

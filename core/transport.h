@@ -78,17 +78,16 @@ class Transport {
 
   // A transport over `ranks` (this group's numbering, containing this rank, no repeats); this rank's
   // new number is its position in the list. Every member calls it with the same list; non-members do
-  // not.
-  virtual std::unique_ptr<Transport> subgroup(std::span<const int> ranks) = 0;
+  // not. The backend makes it (make_subgroup); it reports this group's link_hint.
+  std::unique_ptr<Transport> subgroup(std::span<const int> ranks);
 
   // The backend's own allreduce (MPI_Allreduce, ncclAllReduce), in place, offered as a baseline.
   // Returns false when the backend has none; collectives then run the reference ring instead.
   virtual bool native_allreduce(const BufferView& data, ReduceOp op) { return false; }
 
   // The nominal links of this group's cluster where the backend knows them: the simulator's own; on a
-  // real runtime those set_link_hint gave (World::set_link_hint, from the run's config), which a
-  // backend hands on to the subgroups it makes. Empty otherwise, and cost models fall back to their
-  // own defaults.
+  // real runtime those set_link_hint gave (World::set_link_hint, from the run's config), which
+  // subgroup() hands on. Empty otherwise, and cost models fall back to their own defaults.
   virtual std::optional<LinkHint> link_hint() const { return link_hint_; }
   void set_link_hint(std::optional<LinkHint> hint) { link_hint_ = hint; }
 
@@ -105,6 +104,10 @@ class Transport {
   void recv(const BufferView& data, int src, Tag tag) { irecv(data, src, tag)->wait(); }
   // Send to `dst` and receive from `src` concurrently (the step of every ring algorithm).
   void sendrecv(const BufferView& out, int dst, const BufferView& in, int src, Tag tag);
+
+ protected:
+  // The backend's transport over `ranks`, as subgroup() describes it.
+  virtual std::unique_ptr<Transport> make_subgroup(std::span<const int> ranks) = 0;
 
  private:
   std::optional<LinkHint> link_hint_;

@@ -596,7 +596,7 @@ void SimTransport::start_together(Tag tag) {
   world_.meetings.meet(world_.fibers, group_, tag, rank_, size(), !members_.empty());
 }
 
-std::unique_ptr<Transport> SimTransport::subgroup(std::span<const int> ranks) {
+std::unique_ptr<Transport> SimTransport::make_subgroup(std::span<const int> ranks) {
   const int me = subgroup_position(*this, ranks);
   std::vector<int> members;
   for (int r : ranks)

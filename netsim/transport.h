@@ -242,7 +242,7 @@ class SimTransport final : public Transport,
   RequestPtr irecv(const BufferView& data, int src, Tag tag) override;
   // DelayedSend: the message is injected `delay` after the call (Mailbox::post_send).
   RequestPtr isend_after(Time delay, const BufferView& data, int dst, Tag tag) override;
-  std::unique_ptr<Transport> subgroup(std::span<const int> ranks) override;
+  std::unique_ptr<Transport> make_subgroup(std::span<const int> ranks) override;
   std::optional<LinkHint> link_hint() const override;
   // Each stream but the first on a fiber of its own (Fibers::spawn_child), the first on the calling
   // one; space k > 0 a transport of this group whose group id is derived from this one's and k (as a

@@ -193,7 +193,7 @@ class ProtocolTransport final : public Transport {
   int size() const override { return inner_.size(); }
   int host_of(int rank) const override { return inner_.host_of(rank); }
   std::optional<LinkHint> link_hint() const override { return inner_.link_hint(); }
-  std::unique_ptr<Transport> subgroup(std::span<const int> /*ranks*/) override {
+  std::unique_ptr<Transport> make_subgroup(std::span<const int> /*ranks*/) override {
     BAGUA_CHECK(false, "the " + to_string(protocol_) + " adapter of one collective has no subgroups");
     return nullptr;
   }

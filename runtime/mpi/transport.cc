@@ -482,7 +482,7 @@ RequestPtr MpiTransport::irecv(const BufferView& data, int src, Tag tag) {
                                       std::move(scratch));
 }
 
-std::unique_ptr<Transport> MpiTransport::subgroup(std::span<const int> ranks) {
+std::unique_ptr<Transport> MpiTransport::make_subgroup(std::span<const int> ranks) {
   subgroup_position(*this, ranks, "rank " + std::to_string(rank_) + ": ");
   std::vector<int> hosts;
   for (int r : ranks)
@@ -502,9 +502,7 @@ std::unique_ptr<Transport> MpiTransport::subgroup(std::span<const int> ranks) {
     free_comm(comm);
     throw;
   }
-  auto sub = std::unique_ptr<MpiTransport>(new MpiTransport(std::move(state), std::move(hosts)));
-  sub->set_link_hint(link_hint());
-  return sub;
+  return std::unique_ptr<Transport>(new MpiTransport(std::move(state), std::move(hosts)));
 }
 
 bool MpiTransport::native_allreduce(const BufferView& data, ReduceOp op) {

@@ -91,7 +91,7 @@ class MpiTransport final : public Transport {
   RequestPtr isend(const BufferView& data, int dst, Tag tag) override;
   RequestPtr irecv(const BufferView& data, int src, Tag tag) override;
   // MPI_Group_incl + MPI_Comm_create_group: collective over the members only.
-  std::unique_ptr<Transport> subgroup(std::span<const int> ranks) override;
+  std::unique_ptr<Transport> make_subgroup(std::span<const int> ranks) override;
   // MPI_Allreduce in place (f32, f64, i32, i64; sum, min, max); a meta view reduces scratch of its
   // size. Returns false for other dtypes.
   bool native_allreduce(const BufferView& data, ReduceOp op) override;

@@ -426,12 +426,10 @@ RequestPtr NcclTransport::post(const BufferView& data, int peer, Tag tag, bool s
   return std::make_unique<NcclRequest>(state_, lane_index, std::move(op));
 }
 
-std::unique_ptr<Transport> NcclTransport::subgroup(std::span<const int> ranks) {
+std::unique_ptr<Transport> NcclTransport::make_subgroup(std::span<const int> ranks) {
   subgroup_position(*this, ranks, rank_text(rank()) + ": ");
   std::unique_ptr<Transport> bootstrap = state_->bootstrap->subgroup(ranks);
-  auto sub = std::make_unique<NcclTransport>(std::move(bootstrap), state_->device, state_->selector);
-  sub->set_link_hint(link_hint());
-  return sub;
+  return std::make_unique<NcclTransport>(std::move(bootstrap), state_->device, state_->selector);
 }
 
 bool NcclTransport::native_allreduce(const BufferView& data, ReduceOp op) {

@@ -111,7 +111,7 @@ class NcclTransport final : public Transport {
   RequestPtr isend(const BufferView& data, int dst, Tag tag) override;
   RequestPtr irecv(const BufferView& data, int src, Tag tag) override;
   // A transport over `ranks` with its own lanes (collective over the members only).
-  std::unique_ptr<Transport> subgroup(std::span<const int> ranks) override;
+  std::unique_ptr<Transport> make_subgroup(std::span<const int> ranks) override;
   // ncclAllReduce in place on the caller's lane (f32, f64, i32, i64; sum, min, max), after the lane's
   // pending operations; a host view is staged through device memory, a meta view reduces scratch of its
   // size. Returns false for other dtypes.

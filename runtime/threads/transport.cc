@@ -165,7 +165,7 @@ RequestPtr ThreadsTransport::irecv(const BufferView& data, int src, Tag tag) {
   return std::make_unique<RecvRequest>(mailbox_, std::move(slot), key);
 }
 
-std::unique_ptr<Transport> ThreadsTransport::subgroup(std::span<const int> ranks) {
+std::unique_ptr<Transport> ThreadsTransport::make_subgroup(std::span<const int> ranks) {
   const int me = subgroup_position(*this, ranks);
   std::vector<int> members;
   std::vector<int> hosts;
@@ -174,9 +174,7 @@ std::unique_ptr<Transport> ThreadsTransport::subgroup(std::span<const int> ranks
     hosts.push_back(hosts_[static_cast<size_t>(r)]);
   }
   const uint64_t id = subgroup_id(group_, members);
-  auto sub = std::make_unique<ThreadsTransport>(mailbox_, id, std::move(members), std::move(hosts), me);
-  sub->set_link_hint(link_hint());
-  return sub;
+  return std::make_unique<ThreadsTransport>(mailbox_, id, std::move(members), std::move(hosts), me);
 }
 
 }  // namespace bagua::runtime::threads

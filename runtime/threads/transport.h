@@ -74,7 +74,7 @@ class ThreadsTransport final : public Transport {
   int host_of(int rank) const override;
   RequestPtr isend(const BufferView& data, int dst, Tag tag) override;
   RequestPtr irecv(const BufferView& data, int src, Tag tag) override;
-  std::unique_ptr<Transport> subgroup(std::span<const int> ranks) override;
+  std::unique_ptr<Transport> make_subgroup(std::span<const int> ranks) override;
 
  private:
   void check_peer(int peer, const char* what) const;

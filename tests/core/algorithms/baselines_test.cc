@@ -79,7 +79,7 @@ class LoggingTransport final : public Transport {
   RequestPtr irecv(const BufferView& data, int src, Tag tag) override {
     return inner_.irecv(data, src, tag);
   }
-  std::unique_ptr<Transport> subgroup(std::span<const int> ranks) override {
+  std::unique_ptr<Transport> make_subgroup(std::span<const int> ranks) override {
     std::unique_ptr<Transport> sub = inner_.subgroup(ranks);
     Transport& ref = *sub;
     return std::make_unique<LoggingTransport>(std::move(sub), ref, log_, ++subgroups_ + 1000 * group_);

@@ -96,7 +96,7 @@ class RecordingTransport final : public Transport {
     return std::make_unique<Receive>(inner_.irecv(data, src, tag), ledger_, k, n, record_);
   }
 
-  std::unique_ptr<Transport> subgroup(std::span<const int> ranks) override {
+  std::unique_ptr<Transport> make_subgroup(std::span<const int> ranks) override {
     std::vector<int> world;
     for (int r : ranks)
       world.push_back(world_of_[static_cast<size_t>(r)]);
