@@ -297,6 +297,48 @@ TEST(CompressKernels, MinMaxQuantizeAtRoundingBoundaries) {
   }
 }
 
+TEST(CompressKernels, MinMaxQuantizeAroundTheSmallLevelsBound) {
+  // The AVX-512 quantize takes a shortcut (integer codes straight from the conversion) where
+  // |upper_bound| <= 2^22 and every rint(x scale) >= -2^22, and the exact loop elsewhere: chunks of
+  // range 1 (scale about 255) whose upper_bound (or, below zero, the rint of min x scale) lies just
+  // inside, at and just outside that bound and far beyond it (to past int32's range), with x at its min and max, at rint's
+  // ties and at random; each also with a NaN among them (the shortcut's conversion makes it INT32_MIN
+  // and the exact loop must take over). Here x scale's ulp is 1/2 or more, so ties are common.
+  constexpr float kBound = 4194304.0f;  // 2^22
+  std::mt19937 gen(22);
+  for (float target : {kBound - 300, kBound - 1, kBound, kBound + 1, kBound + 255, kBound + 256,
+                       2 * kBound, 8 * kBound, 256 * kBound, 512 * kBound, 1024 * kBound}) {
+    for (float sign : {1.0f, -1.0f}) {
+      for (bool with_nan : {false, true}) {
+        // max x scale near target (above zero) or min x scale near -target (below).
+        const float min = sign > 0 ? target / 255.0f - 1.0f : -target / 255.0f;
+        const float max = min + 1.0f;
+        const MinMaxUint8Compressor::Levels l = MinMaxUint8Compressor::levels(min, max);
+        std::vector<float> x = {min, max};
+        std::uniform_real_distribution<float> in(min, max);
+        for (int i = 0; i < 4000; ++i) {
+          const float v = in(gen);
+          const float tie = (std::floor(v * l.scale) + 0.5f) / l.scale;  // near k + 1/2
+          for (float w : {v, tie, std::nextafter(tie, -INFINITY), std::nextafter(tie, INFINITY)})
+            if (w >= min && w <= max) x.push_back(w);
+        }
+        if (with_nan) x[x.size() / 3] = std::numeric_limits<float>::quiet_NaN();
+        const size_t n = x.size();
+        const auto bytes = static_cast<size_t>(MinMaxUint8Compressor(0).encoded_bytes(n).count());
+        for_each_isa([&] {
+          expect_same_encoding(
+              x, bytes,
+              [&](const float* v, uint8_t* out) { fast::minmax_uint8_encode(v, n, 0, out); },
+              [&](const float* v, uint8_t* out) { ref::minmax_uint8_encode(v, n, 0, out); },
+              "minmax near the bound: target=" + std::to_string(target) +
+                  " sign=" + std::to_string(sign) + " nan=" + std::to_string(with_nan) +
+                  " upper_bound=" + std::to_string(l.upper_bound));
+        });
+      }
+    }
+  }
+}
+
 TEST(CompressKernels, MinMaxOfZerosKeepsTheReferencesZero) {
   for_each_isa([&] {
     // The first element is +0 and a -0 follows in another lane: the reference keeps +0 as the min (-0 <
