@@ -227,16 +227,19 @@ namespace {
 BAGUA_MULTIVERSION
 std::pair<float, float> lane_min_max_generic(const float* x, size_t len) {
   F32x8 min[4], max[4];
+#pragma GCC unroll 4  // (as the loop below: every loop over the accumulators, or GCC keeps them in memory)
   for (int a = 0; a < 4; ++a)
     min[a] = max[a] = splat<F32x8>(x[0]);
   size_t j = 0;
   for (; j + 32 <= len; j += 32) {
+#pragma GCC unroll 4  // the accumulators in registers (GCC keeps a rolled loop's array in memory)
     for (int a = 0; a < 4; ++a) {
       const F32x8 v = load<F32x8>(x + j + 8 * a);
       min[a] = v < min[a] ? v : min[a];
       max[a] = v > max[a] ? v : max[a];
     }
   }
+#pragma GCC unroll 4  // (as the loop below: every loop over the accumulators, or GCC keeps them in memory)
   for (int a = 1; a < 4; ++a) {
     min[0] = min[a] < min[0] ? min[a] : min[0];
     max[0] = max[a] > max[0] ? max[a] : max[0];

@@ -189,16 +189,19 @@ BAGUA_AVX512 inline double sum_squares(const float* x, size_t len) {
 
 BAGUA_AVX2 std::pair<float, float> min_max_avx2(const float* x, size_t len) {
   __m256 lo[4], hi[4];
+#pragma GCC unroll 4  // (as the loop below: every loop over the accumulators, or GCC keeps them in memory)
   for (int a = 0; a < 4; ++a)
     lo[a] = hi[a] = _mm256_set1_ps(x[0]);
   size_t j = 0;
   for (; j + 32 <= len; j += 32) {
+#pragma GCC unroll 4  // the accumulators in registers (GCC keeps a rolled loop's array in memory)
     for (int a = 0; a < 4; ++a) {
       const __m256 v = _mm256_loadu_ps(x + j + 8 * a);
       lo[a] = _mm256_min_ps(v, lo[a]);
       hi[a] = _mm256_max_ps(v, hi[a]);
     }
   }
+#pragma GCC unroll 4  // (as the loop below: every loop over the accumulators, or GCC keeps them in memory)
   for (int a = 1; a < 4; ++a) {
     lo[0] = _mm256_min_ps(lo[a], lo[0]);
     hi[0] = _mm256_max_ps(hi[a], hi[0]);
@@ -208,16 +211,19 @@ BAGUA_AVX2 std::pair<float, float> min_max_avx2(const float* x, size_t len) {
 
 BAGUA_AVX512 std::pair<float, float> min_max_avx512(const float* x, size_t len) {
   __m512 lo[4], hi[4];
+#pragma GCC unroll 4  // (as the loop below: every loop over the accumulators, or GCC keeps them in memory)
   for (int a = 0; a < 4; ++a)
     lo[a] = hi[a] = _mm512_set1_ps(x[0]);
   size_t j = 0;
   for (; j + 64 <= len; j += 64) {
+#pragma GCC unroll 4  // the accumulators in registers (GCC keeps a rolled loop's array in memory)
     for (int a = 0; a < 4; ++a) {
       const __m512 v = _mm512_loadu_ps(x + j + 16 * a);
       lo[a] = _mm512_min_ps(v, lo[a]);
       hi[a] = _mm512_max_ps(v, hi[a]);
     }
   }
+#pragma GCC unroll 4  // (as the loop below: every loop over the accumulators, or GCC keeps them in memory)
   for (int a = 1; a < 4; ++a) {
     lo[0] = _mm512_min_ps(lo[a], lo[0]);
     hi[0] = _mm512_max_ps(hi[a], hi[0]);
@@ -232,6 +238,7 @@ BAGUA_AVX2 std::pair<float, float> add_min_max_avx2(const float* x, float one, f
   lo[0] = lo[1] = hi[0] = hi[1] = _mm256_set1_ps(e[0]);
   size_t j = 1;
   for (; j + 16 <= len; j += 16) {
+#pragma GCC unroll 2  // the accumulators in registers (GCC keeps a rolled loop's array in memory)
     for (int b = 0; b < 2; ++b) {
       float* p = e + j + 8 * b;
       const __m256 v =
@@ -255,6 +262,7 @@ BAGUA_AVX512 std::pair<float, float> add_min_max_avx512(const float* x, float on
   lo[0] = lo[1] = hi[0] = hi[1] = _mm512_set1_ps(e[0]);
   size_t j = 1;
   for (; j + 32 <= len; j += 32) {
+#pragma GCC unroll 2  // the accumulators in registers (GCC keeps a rolled loop's array in memory)
     for (int b = 0; b < 2; ++b) {
       float* p = e + j + 16 * b;
       const __m512 v =
@@ -399,6 +407,7 @@ BAGUA_AVX2 void quantize_residual_avx2(float* e, size_t len, const Levels& l, fl
   for (; j + 32 <= len; j += 32) {
     __m256 v[4];
     __m256i b[4];
+#pragma GCC unroll 4  // v and b in registers (GCC keeps a rolled loop's array in memory)
     for (int k = 0; k < 4; ++k) {
       v[k] = _mm256_loadu_ps(e + j + 8 * k);
       b[k] = quantize8(v[k], scale, upper, lower, c255);
@@ -406,6 +415,7 @@ BAGUA_AVX2 void quantize_residual_avx2(float* e, size_t len, const Levels& l, fl
     const __m256i bytes = pack32(b[0], b[1], b[2], b[3]);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + j), bytes);
     // The decoded value of the stored byte: b[k] saturated to [0, 255] as the pack saturated it.
+#pragma GCC unroll 4  // v and b in registers (GCC keeps a rolled loop's array in memory)
     for (int k = 0; k < 4; ++k) {
       const __m256i stored =
           _mm256_min_epi32(_mm256_max_epi32(b[k], _mm256_setzero_si256()), _mm256_set1_epi32(255));
@@ -428,11 +438,13 @@ BAGUA_AVX512 void quantize_residual_avx512(float* e, size_t len, const Levels& l
   for (; j + 64 <= len; j += 64) {
     __m512 v[4];
     __m512i b[4];
+#pragma GCC unroll 4  // v and b in registers (GCC keeps a rolled loop's array in memory)
     for (int k = 0; k < 4; ++k) {
       v[k] = _mm512_loadu_ps(e + j + 16 * k);
       b[k] = quantize16(v[k], scale, upper, lower, c255);
     }
     _mm512_storeu_si512(q + j, pack64(b[0], b[1], b[2], b[3]));
+#pragma GCC unroll 4  // v and b in registers (GCC keeps a rolled loop's array in memory)
     for (int k = 0; k < 4; ++k) {
       const __m512i stored =
           _mm512_min_epi32(_mm512_max_epi32(b[k], _mm512_setzero_si512()), _mm512_set1_epi32(255));
@@ -633,6 +645,7 @@ BAGUA_AVX512 double add_sum_abs_avx512(const float* x, float one, float* e, size
   __m512d acc[4] = {_mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd()};
   size_t j = 0;
   for (; j + 32 <= len; j += 32) {
+#pragma GCC unroll 2  // the accumulators in registers (GCC keeps a rolled loop's array in memory)
     for (int b = 0; b < 2; ++b) {
       float* p = e + j + 16 * b;
       const __m512 v =
