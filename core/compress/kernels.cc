@@ -210,6 +210,7 @@ struct LevelKernels {
                             uint8_t* q);
   void (*fp16_encode)(const float* x, size_t n, uint8_t* y);
   void (*fp16_decode)(const uint8_t* y, size_t n, float* x);
+  void (*bf16_encode)(const float* x, size_t n, uint8_t* y);
   double (*sum_abs)(const float* x, size_t len);      // sign's scale, to be certified
   double (*sum_squares)(const float* x, size_t len);  // QSGD's norm, to be certified
 };
@@ -498,6 +499,23 @@ void fp16_decode_generic(const uint8_t* y, size_t n, float* x) {
   }
 }
 
+// cast.cc's f32_to_bf16_bits, lane by lane.
+BAGUA_MULTIVERSION
+void bf16_encode_generic(const float* x, size_t n, uint8_t* y) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const U32x8 bits = load<U32x8>(x + i);
+    const U32x8 quiet_nan = (bits >> 16) | 0x0040u;
+    const U32x8 rounded = (bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16;
+    const U32x8 b = (bits & 0x7FFFFFFFu) > 0x7F800000u ? quiet_nan : rounded;
+    store_low16(y + 2 * i, b);
+  }
+  for (; i < n; ++i) {
+    const uint16_t b = f32_to_bf16_bits(x[i]);
+    std::memcpy(y + 2 * i, &b, 2);
+  }
+}
+
 // The table of each level (LevelKernels).
 const LevelKernels& kernels() {
   static const LevelKernels kBaseline{
@@ -509,6 +527,7 @@ const LevelKernels& kernels() {
       .quantize_residual = quantize_residual_generic,
       .fp16_encode = fp16_encode_generic,
       .fp16_decode = fp16_decode_generic,
+      .bf16_encode = bf16_encode_generic,
       .sum_abs = sum_abs,
       .sum_squares = sum_squares,
   };
@@ -522,6 +541,7 @@ const LevelKernels& kernels() {
       .quantize_residual = x86::quantize_residual_avx2,
       .fp16_encode = x86::fp16_encode_avx2,
       .fp16_decode = x86::fp16_decode_avx2,
+      .bf16_encode = bf16_encode_generic,
       .sum_abs = sum_abs,
       .sum_squares = sum_squares,
   };
@@ -534,6 +554,7 @@ const LevelKernels& kernels() {
       .quantize_residual = x86::quantize_residual_avx512,
       .fp16_encode = x86::fp16_encode_avx512,
       .fp16_decode = x86::fp16_decode_avx512,
+      .bf16_encode = x86::bf16_encode_avx512,
       .sum_abs = x86::sum_abs_avx512,
       .sum_squares = x86::sum_squares_avx512,
   };
@@ -559,21 +580,8 @@ void fp16_decode(const uint8_t* y, size_t n, float* x) {
   kernels().fp16_decode(y, n, x);
 }
 
-// cast.cc's f32_to_bf16_bits, lane by lane.
-BAGUA_MULTIVERSION
 void bf16_encode(const float* x, size_t n, uint8_t* y) {
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const U32x8 bits = load<U32x8>(x + i);
-    const U32x8 quiet_nan = (bits >> 16) | 0x0040u;
-    const U32x8 rounded = (bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16;
-    const U32x8 b = (bits & 0x7FFFFFFFu) > 0x7F800000u ? quiet_nan : rounded;
-    store_low16(y + 2 * i, b);
-  }
-  for (; i < n; ++i) {
-    const uint16_t b = f32_to_bf16_bits(x[i]);
-    std::memcpy(y + 2 * i, &b, 2);
-  }
+  kernels().bf16_encode(x, n, y);
 }
 
 BAGUA_MULTIVERSION

@@ -484,6 +484,28 @@ BAGUA_AVX512 void fp16_encode_avx512(const float* x, size_t n, uint8_t* y) {
   }
 }
 
+BAGUA_AVX512 void bf16_encode_avx512(const float* x, size_t n, uint8_t* y) {
+  // f32_to_bf16_bits: a NaN (|bits| above infinity's, an unsigned compare) keeps its top half with the
+  // quiet bit set; any other value is rounded to nearest even on its low 16 bits.
+  const __m512i round = _mm512_set1_epi32(0x7FFF), one = _mm512_set1_epi32(1),
+                quiet = _mm512_set1_epi32(0x0040), magnitude = _mm512_set1_epi32(0x7FFFFFFF),
+                infinity = _mm512_set1_epi32(0x7F800000);
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512i bits = _mm512_loadu_si512(x + i);
+    const __m512i high = _mm512_srli_epi32(bits, 16);
+    const __m512i rounded = _mm512_srli_epi32(
+        _mm512_add_epi32(_mm512_add_epi32(bits, round), _mm512_and_si512(high, one)), 16);
+    const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(bits, magnitude), infinity);
+    const __m512i b = _mm512_mask_blend_epi32(nan, rounded, _mm512_or_si512(high, quiet));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + 2 * i), _mm512_cvtepi32_epi16(b));
+  }
+  for (; i < n; ++i) {
+    const uint16_t b = f32_to_bf16_bits(x[i]);
+    std::memcpy(y + 2 * i, &b, 2);
+  }
+}
+
 BAGUA_AVX2 void fp16_decode_avx2(const uint8_t* y, size_t n, float* x) {
   const __m256i exponent_mask = _mm256_set1_epi32(0x7E00), signalling = _mm256_set1_epi32(0x7C00),
                 quiet_bit = _mm256_set1_epi32(0x00400000);
