@@ -301,7 +301,7 @@ BAGUA_AVX2 void quantize_avx2(const float* x, size_t len, const Levels& l, uint8
 // hold. It holds (the same bytes as quantize16) when |upper_bound| <= 2^22 and every k >= -2^22:
 //   - x scale is then within 2^22 + 1/2 of 0, so rint is exact and the conversion is rint_even;
 //   - x <= max (the chunk's max; a NaN x converts to INT32_MIN and is caught by the check on k), and
-//     multiplying by scale > 0 and rounding are monotone, so k <= rint(max scale) = upper_bound: the
+//     multiplying by scale (>= 0) and rounding are monotone, so k <= rint(max scale) = upper_bound: the
 //     reference's min(level, upper_bound) is k;
 //   - lower_bound = upper_bound - 255 exactly (an integer below 2^23), so level - lower_bound is exact
 //     in float and at most 255: the reference's saturation does only what the packs do (a negative
