@@ -228,7 +228,7 @@ namespace {
 BAGUA_MULTIVERSION
 std::pair<float, float> lane_min_max_generic(const float* x, size_t len) {
   F32x8 min[4], max[4];
-#pragma GCC unroll 4  // (as the loop below: every loop over the accumulators, or GCC keeps them in memory)
+#pragma GCC unroll 4  // every loop over the accumulators (or GCC keeps them in memory)
   for (int a = 0; a < 4; ++a)
     min[a] = max[a] = splat<F32x8>(x[0]);
   size_t j = 0;
@@ -240,7 +240,7 @@ std::pair<float, float> lane_min_max_generic(const float* x, size_t len) {
       max[a] = v > max[a] ? v : max[a];
     }
   }
-#pragma GCC unroll 4  // (as the loop below: every loop over the accumulators, or GCC keeps them in memory)
+#pragma GCC unroll 4  // every loop over the accumulators (or GCC keeps them in memory)
   for (int a = 1; a < 4; ++a) {
     min[0] = min[a] < min[0] ? min[a] : min[0];
     max[0] = max[a] > max[0] ? max[a] : max[0];

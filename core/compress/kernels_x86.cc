@@ -189,7 +189,7 @@ BAGUA_AVX512 inline double sum_squares(const float* x, size_t len) {
 
 BAGUA_AVX2 std::pair<float, float> min_max_avx2(const float* x, size_t len) {
   __m256 lo[4], hi[4];
-#pragma GCC unroll 4  // (as the loop below: every loop over the accumulators, or GCC keeps them in memory)
+#pragma GCC unroll 4  // every loop over the accumulators (or GCC keeps them in memory)
   for (int a = 0; a < 4; ++a)
     lo[a] = hi[a] = _mm256_set1_ps(x[0]);
   size_t j = 0;
@@ -201,7 +201,7 @@ BAGUA_AVX2 std::pair<float, float> min_max_avx2(const float* x, size_t len) {
       hi[a] = _mm256_max_ps(v, hi[a]);
     }
   }
-#pragma GCC unroll 4  // (as the loop below: every loop over the accumulators, or GCC keeps them in memory)
+#pragma GCC unroll 4  // every loop over the accumulators (or GCC keeps them in memory)
   for (int a = 1; a < 4; ++a) {
     lo[0] = _mm256_min_ps(lo[a], lo[0]);
     hi[0] = _mm256_max_ps(hi[a], hi[0]);
@@ -211,7 +211,7 @@ BAGUA_AVX2 std::pair<float, float> min_max_avx2(const float* x, size_t len) {
 
 BAGUA_AVX512 std::pair<float, float> min_max_avx512(const float* x, size_t len) {
   __m512 lo[4], hi[4];
-#pragma GCC unroll 4  // (as the loop below: every loop over the accumulators, or GCC keeps them in memory)
+#pragma GCC unroll 4  // every loop over the accumulators (or GCC keeps them in memory)
   for (int a = 0; a < 4; ++a)
     lo[a] = hi[a] = _mm512_set1_ps(x[0]);
   size_t j = 0;
@@ -223,7 +223,7 @@ BAGUA_AVX512 std::pair<float, float> min_max_avx512(const float* x, size_t len) 
       hi[a] = _mm512_max_ps(v, hi[a]);
     }
   }
-#pragma GCC unroll 4  // (as the loop below: every loop over the accumulators, or GCC keeps them in memory)
+#pragma GCC unroll 4  // every loop over the accumulators (or GCC keeps them in memory)
   for (int a = 1; a < 4; ++a) {
     lo[0] = _mm512_min_ps(lo[a], lo[0]);
     hi[0] = _mm512_max_ps(hi[a], hi[0]);

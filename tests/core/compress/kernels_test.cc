@@ -327,8 +327,7 @@ TEST(CompressKernels, MinMaxQuantizeAroundTheSmallLevelsBound) {
         const auto bytes = static_cast<size_t>(MinMaxUint8Compressor(0).encoded_bytes(n).count());
         for_each_isa([&] {
           expect_same_encoding(
-              x, bytes,
-              [&](const float* v, uint8_t* out) { fast::minmax_uint8_encode(v, n, 0, out); },
+              x, bytes, [&](const float* v, uint8_t* out) { fast::minmax_uint8_encode(v, n, 0, out); },
               [&](const float* v, uint8_t* out) { ref::minmax_uint8_encode(v, n, 0, out); },
               "minmax near the bound: target=" + std::to_string(target) +
                   " sign=" + std::to_string(sign) + " nan=" + std::to_string(with_nan) +
