@@ -6,8 +6,12 @@
 // timed loop, so that no page fault is timed. scripts/bench prints the ratios to memcpy.
 //
 //   bench_compress --benchmark_filter=minmax
+//   bench_compress --isa=avx2     the kernels of that instruction-set level (baseline, avx2, avx512; at
+//                                 most the CPU's), as the tests lower it: what a machine without the
+//                                 higher levels gets (the multiversioned loops still follow the CPU)
 #include <benchmark/benchmark.h>
 
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -15,6 +19,7 @@
 #include <vector>
 
 #include "core/compress/compressor.h"
+#include "core/compress/kernels.h"
 
 namespace {
 
@@ -125,4 +130,38 @@ const int kRegistered = [] {
 
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  namespace kernels = bagua::compress_kernels;
+  std::vector<char*> rest;
+  for (int i = 0; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind("--isa=", 0) != 0) {
+      rest.push_back(argv[i]);
+      continue;
+    }
+    const std::string wanted = arg.substr(6);
+    bool known = false;
+    for (const kernels::Isa level :
+         {kernels::Isa::kBaseline, kernels::Isa::kAvx2, kernels::Isa::kAvx512}) {
+      if (kernels::to_string(level) != wanted) continue;
+      known = true;
+      if (kernels::limit_isa(level) != level) {
+        std::fprintf(stderr, "bench_compress: --isa=%s: this CPU runs at most %s\n", wanted.c_str(),
+                     kernels::to_string(kernels::cpu_isa()).c_str());
+        return 2;
+      }
+    }
+    if (!known) {
+      std::fprintf(stderr, "bench_compress: --isa=%s: expected baseline, avx2 or avx512\n",
+                   wanted.c_str());
+      return 2;
+    }
+  }
+  int count = static_cast<int>(rest.size());
+  benchmark::Initialize(&count, rest.data());
+  if (benchmark::ReportUnrecognizedArguments(count, rest.data())) return 1;
+  benchmark::AddCustomContext("isa", kernels::to_string(kernels::isa()));
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
