@@ -395,6 +395,9 @@ void sign_encode(const float* x, size_t n, size_t chunk_size, uint8_t* y) {
   if (isa() == Isa::kAvx512) {
     x86::sign_bits_avx512(x, full_bytes, bits);
     b = full_bytes;
+  } else if (isa() == Isa::kAvx2) {
+    x86::sign_bits_avx2(x, full_bytes, bits);
+    b = full_bytes;
   }
 #endif
 #if defined(__SSE2__)
@@ -541,9 +544,9 @@ const LevelKernels& kernels() {
       .quantize_residual = x86::quantize_residual_avx2,
       .fp16_encode = x86::fp16_encode_avx2,
       .fp16_decode = x86::fp16_decode_avx2,
-      .bf16_encode = bf16_encode_generic,
-      .sum_abs = sum_abs,
-      .sum_squares = sum_squares,
+      .bf16_encode = x86::bf16_encode_avx2,
+      .sum_abs = x86::sum_abs_avx2,
+      .sum_squares = x86::sum_squares_avx2,
   };
   static const LevelKernels kAvx512{
       .min_max = x86::min_max_avx512,

@@ -484,6 +484,33 @@ BAGUA_AVX512 void fp16_encode_avx512(const float* x, size_t n, uint8_t* y) {
   }
 }
 
+BAGUA_AVX2 void bf16_encode_avx2(const float* x, size_t n, uint8_t* y) {
+  // As bf16_encode_avx512, eight lanes a vector; two vectors' 16-bit results packed (unsigned
+  // saturation keeps them, all below 2^16) and put back in order (the pack works per 128-bit lane).
+  const __m256i round = _mm256_set1_epi32(0x7FFF), one = _mm256_set1_epi32(1),
+                quiet = _mm256_set1_epi32(0x0040), magnitude = _mm256_set1_epi32(0x7FFFFFFF),
+                infinity = _mm256_set1_epi32(0x7F800000);
+  const auto halves = [&](const float* at) BAGUA_AVX2 {
+    const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(at));
+    const __m256i high = _mm256_srli_epi32(bits, 16);
+    const __m256i rounded = _mm256_srli_epi32(
+        _mm256_add_epi32(_mm256_add_epi32(bits, round), _mm256_and_si256(high, one)), 16);
+    // |bits| > infinity's as signed integers (both non-negative): a NaN.
+    const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(bits, magnitude), infinity);
+    return _mm256_blendv_epi8(rounded, _mm256_or_si256(high, quiet), nan);
+  };
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256i packed = _mm256_packus_epi32(halves(x + i), halves(x + i + 8));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + 2 * i),
+                        _mm256_permute4x64_epi64(packed, 0xD8));  // lanes 0, 2, 1, 3
+  }
+  for (; i < n; ++i) {
+    const uint16_t b = f32_to_bf16_bits(x[i]);
+    std::memcpy(y + 2 * i, &b, 2);
+  }
+}
+
 BAGUA_AVX512 void bf16_encode_avx512(const float* x, size_t n, uint8_t* y) {
   // f32_to_bf16_bits: a NaN (|bits| above infinity's, an unsigned compare) keeps its top half with the
   // quiet bit set; any other value is rounded to nearest even on its low 16 bits.
@@ -642,6 +669,63 @@ BAGUA_AVX512 void topk_keep_avx512(const uint32_t* index, const uint32_t* keys, 
     kept.offer(index[c], keys[c], x);
 }
 
+// The baseline's sum_abs and sum_squares at AVX2 (kernels.cc certifies whatever order they sum in):
+// vcvtps2pd widens four floats a vector straight from memory, where GCC's lowering of the
+// multiversioned loop's F32x4 -> F64x4 conversion took two halves, an insert and stack spills (70 %
+// of sign's encode at 1 MiB on the AVX2 level).
+BAGUA_AVX2 double sum_abs_avx2(const float* x, size_t len) {
+  const __m256d magnitude = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFll));
+  __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+  const auto term = [&](const float* at) BAGUA_AVX2 {
+    return _mm256_and_pd(_mm256_cvtps_pd(_mm_loadu_ps(at)), magnitude);
+  };
+  size_t j = 0;
+  for (; j + 32 <= len; j += 32) {
+    a0 = _mm256_add_pd(a0, term(x + j));
+    a1 = _mm256_add_pd(a1, term(x + j + 4));
+    a2 = _mm256_add_pd(a2, term(x + j + 8));
+    a3 = _mm256_add_pd(a3, term(x + j + 12));
+    a4 = _mm256_add_pd(a4, term(x + j + 16));
+    a5 = _mm256_add_pd(a5, term(x + j + 20));
+    a6 = _mm256_add_pd(a6, term(x + j + 24));
+    a7 = _mm256_add_pd(a7, term(x + j + 28));
+  }
+  double sum = 0;
+  for (; j < len; ++j)
+    sum += std::fabs(x[j]);
+  alignas(32) double lanes[4];
+  _mm256_store_pd(lanes, _mm256_add_pd(_mm256_add_pd(_mm256_add_pd(a0, a1), _mm256_add_pd(a2, a3)),
+                                       _mm256_add_pd(_mm256_add_pd(a4, a5), _mm256_add_pd(a6, a7))));
+  return sum + ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3]));
+}
+
+BAGUA_AVX2 double sum_squares_avx2(const float* x, size_t len) {
+  // Each square is exact in double (24-bit significands), so the fused multiply-add adds the same.
+  __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+  const auto step = [&](__m256d acc, const float* at) BAGUA_AVX2 {
+    const __m256d d = _mm256_cvtps_pd(_mm_loadu_ps(at));
+    return _mm256_fmadd_pd(d, d, acc);
+  };
+  size_t j = 0;
+  for (; j + 32 <= len; j += 32) {
+    a0 = step(a0, x + j);
+    a1 = step(a1, x + j + 4);
+    a2 = step(a2, x + j + 8);
+    a3 = step(a3, x + j + 12);
+    a4 = step(a4, x + j + 16);
+    a5 = step(a5, x + j + 20);
+    a6 = step(a6, x + j + 24);
+    a7 = step(a7, x + j + 28);
+  }
+  double sum = 0;
+  for (; j < len; ++j)
+    sum += static_cast<double>(x[j]) * x[j];
+  alignas(32) double lanes[4];
+  _mm256_store_pd(lanes, _mm256_add_pd(_mm256_add_pd(_mm256_add_pd(a0, a1), _mm256_add_pd(a2, a3)),
+                                       _mm256_add_pd(_mm256_add_pd(a4, a5), _mm256_add_pd(a6, a7))));
+  return sum + ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3]));
+}
+
 BAGUA_AVX512 double sum_abs_avx512(const float* x, size_t len) {
   const __m512i abs_mask = _mm512_set1_epi64(0x7FFFFFFFFFFFFFFFll);
   __m512d acc[4] = {_mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd()};
@@ -689,6 +773,24 @@ BAGUA_AVX512 double add_sum_abs_avx512(const float* x, float one, float* e, size
   }
   const __m512d total = _mm512_add_pd(_mm512_add_pd(acc[0], acc[1]), _mm512_add_pd(acc[2], acc[3]));
   return sum + _mm512_reduce_add_pd(total);
+}
+
+BAGUA_AVX2 void sign_bits_avx2(const float* x, size_t bytes, uint8_t* bits) {
+  // x >= 0 (false for NaN: ordered, non-signalling) per lane, the lanes' sign bits by vmovmskps.
+  const __m256 zero = _mm256_setzero_ps();
+  size_t b = 0;
+  for (; b + 4 <= bytes; b += 4) {
+    uint32_t word = 0;
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      const __m256 ge = _mm256_cmp_ps(_mm256_loadu_ps(x + 8 * (b + k)), zero, _CMP_GE_OQ);
+      word |= static_cast<uint32_t>(_mm256_movemask_ps(ge)) << (8 * k);
+    }
+    std::memcpy(bits + b, &word, 4);  // little-endian: elements 8b .. 8b + 7 in byte b
+  }
+  for (; b < bytes; ++b)
+    bits[b] = static_cast<uint8_t>(
+        _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + 8 * b), zero, _CMP_GE_OQ)));
 }
 
 BAGUA_AVX512 void sign_bits_avx512(const float* x, size_t bytes, uint8_t* bits) {

@@ -59,6 +59,7 @@ void fp16_encode_avx512(const float* x, size_t n, uint8_t* y);
 void fp16_decode_avx2(const uint8_t* y, size_t n, float* x);
 void fp16_decode_avx512(const uint8_t* y, size_t n, float* x);
 // cast.cc's f32_to_bf16_bits sixteen lanes at a time (the baseline's loop runs eight).
+void bf16_encode_avx2(const float* x, size_t n, uint8_t* y);
 void bf16_encode_avx512(const float* x, size_t n, uint8_t* y);
 
 // top-k (topk.h), AVX-512: the indices of the elements whose key (|x|'s bits, a NaN's counted as
@@ -100,7 +101,11 @@ void pack_codes_avx512(const uint32_t* codes, size_t count, int code_bits, uint8
 // it); the same after e := x + one e (add_scaled's operations, `one` = 1), of the new e; and the bytes
 // of bits for `bytes` whole bytes (bit k of byte b: x[8b + k] >= 0, false for NaN).
 double sum_abs_avx512(const float* x, size_t len);
+// The same sums at AVX2: |x| (sign's), x^2 (QSGD's norm).
+double sum_abs_avx2(const float* x, size_t len);
+double sum_squares_avx2(const float* x, size_t len);
 double add_sum_abs_avx512(const float* x, float one, float* e, size_t len);
+void sign_bits_avx2(const float* x, size_t bytes, uint8_t* bits);
 void sign_bits_avx512(const float* x, size_t bytes, uint8_t* bits);
 
 }  // namespace bagua::compress_kernels::x86
