@@ -484,6 +484,14 @@ BAGUA_AVX512 void fp16_encode_avx512(const float* x, size_t n, uint8_t* y) {
   }
 }
 
+// Elements i .. n - 1 one at a time (the vector loops' tails).
+inline void bf16_tail(const float* x, size_t i, size_t n, uint8_t* y) {
+  for (; i < n; ++i) {
+    const uint16_t b = f32_to_bf16_bits(x[i]);
+    std::memcpy(y + 2 * i, &b, 2);
+  }
+}
+
 BAGUA_AVX2 void bf16_encode_avx2(const float* x, size_t n, uint8_t* y) {
   // As bf16_encode_avx512, eight lanes a vector; two vectors' 16-bit results packed (unsigned
   // saturation keeps them, all below 2^16) and put back in order (the pack works per 128-bit lane).
@@ -505,10 +513,7 @@ BAGUA_AVX2 void bf16_encode_avx2(const float* x, size_t n, uint8_t* y) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + 2 * i),
                         _mm256_permute4x64_epi64(packed, 0xD8));  // lanes 0, 2, 1, 3
   }
-  for (; i < n; ++i) {
-    const uint16_t b = f32_to_bf16_bits(x[i]);
-    std::memcpy(y + 2 * i, &b, 2);
-  }
+  bf16_tail(x, i, n, y);
 }
 
 BAGUA_AVX512 void bf16_encode_avx512(const float* x, size_t n, uint8_t* y) {
@@ -527,10 +532,7 @@ BAGUA_AVX512 void bf16_encode_avx512(const float* x, size_t n, uint8_t* y) {
     const __m512i b = _mm512_mask_blend_epi32(nan, rounded, _mm512_or_si512(high, quiet));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + 2 * i), _mm512_cvtepi32_epi16(b));
   }
-  for (; i < n; ++i) {
-    const uint16_t b = f32_to_bf16_bits(x[i]);
-    std::memcpy(y + 2 * i, &b, 2);
-  }
+  bf16_tail(x, i, n, y);
 }
 
 BAGUA_AVX2 void fp16_decode_avx2(const uint8_t* y, size_t n, float* x) {
