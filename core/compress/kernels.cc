@@ -619,8 +619,9 @@ constexpr std::array<std::array<uint32_t, 8>, 256> kSetBits = [] {
 // largest key among the candidates, is then the k-th largest of all keys, and the candidates hold
 // every key at or above it, in index order: the kept elements and their order are the reference's.
 //
-// The candidates' keys are kept beside their indices (written by the AVX-512 pass, else read once),
-// so that neither the threshold's search nor the final pass reads x at random but for the kept.
+// The candidates' keys are kept beside their indices (written by the AVX-512 and AVX2 passes, else
+// read once), so that neither the threshold's search nor the final pass reads x at random but for the
+// kept.
 //
 // With `feedback_x` (error feedback, AVX-512 only), x is the residual e and the elements are
 // x + one e: the sample takes them so, and the first candidates' pass stores them into e.
@@ -674,6 +675,10 @@ void topk_select(const float* x, size_t n, size_t k, uint8_t* y, std::vector<uin
       keyed = true;
     } else if (isa() == Isa::kAvx512) {
       count = x86::topk_candidates_avx512(x, n, floor, index, keys, &top);
+      i = n;
+      keyed = true;
+    } else if (isa() == Isa::kAvx2) {
+      count = x86::topk_candidates_avx2(x, n, floor, index, keys, &top, kSetBits[0].data());
       i = n;
       keyed = true;
     }

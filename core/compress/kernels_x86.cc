@@ -638,6 +638,49 @@ BAGUA_AVX512 size_t topk_candidates_avx512(const float* x, size_t n, uint32_t fl
   return topk_candidates<false>(x, 0.0f, nullptr, n, floor, index, keys, top);
 }
 
+BAGUA_AVX2 size_t topk_candidates_avx2(const float* x, size_t n, uint32_t floor, uint32_t* index,
+                                      uint32_t* keys, uint32_t* top, const uint32_t* set_bits) {
+  // As topk_candidates: keys below 2^31 compare signed; the step's candidates' positions (the mask's
+  // row of set_bits) gather its indices and keys to the front of one 8-lane store each.
+  const __m256i below = _mm256_set1_epi32(static_cast<int32_t>(floor) - 1);
+  const __m256i magnitude = _mm256_set1_epi32(0x7FFFFFFF);
+  const __m256i infinity = _mm256_set1_epi32(0x7F800000);
+  __m256i highest = _mm256_set1_epi32(static_cast<int32_t>(floor));
+  size_t count = 0, i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256i bits =
+        _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i)), magnitude);
+    const __m256i candidate = _mm256_cmpgt_epi32(bits, below);
+    const auto mask = static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(candidate)));
+    const __m256i key = _mm256_min_epu32(bits, infinity);
+    highest = _mm256_max_epu32(highest, _mm256_and_si256(key, candidate));
+    const __m256i positions =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(set_bits + 8 * static_cast<size_t>(mask)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(index + count),
+                        _mm256_add_epi32(positions, _mm256_set1_epi32(static_cast<int32_t>(i))));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(keys + count),
+                        _mm256_permutevar8x32_epi32(key, positions));
+    count += static_cast<size_t>(std::popcount(mask));
+  }
+  alignas(32) uint32_t lanes[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), highest);
+  uint32_t most = floor;
+  for (const uint32_t l : lanes)
+    most = l > most ? l : most;
+  for (; i < n; ++i) {
+    uint32_t key = std::bit_cast<uint32_t>(x[i]) & 0x7FFFFFFFu;
+    key = key > 0x7F800000u ? 0x7F800000u : key;
+    index[count] = static_cast<uint32_t>(i);
+    keys[count] = key;
+    if (key >= floor) {
+      most = key > most ? key : most;
+      ++count;
+    }
+  }
+  *top = most;
+  return count;
+}
+
 BAGUA_AVX512 size_t topk_candidates_feedback_avx512(const float* x, float one, float* e, size_t n,
                                                     uint32_t floor, uint32_t* index, uint32_t* keys,
                                                     uint32_t* top) {

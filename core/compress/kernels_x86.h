@@ -66,6 +66,10 @@ void bf16_encode_avx512(const float* x, size_t n, uint8_t* y);
 // infinity's) is at least `floor`, in index order, into `index`, and their keys into `keys` (room for
 // n each); returns their number, and the largest of their keys and `floor` in *top. The second form
 // first makes e := x + one e (add_scaled's operations) and selects from it.
+// The first form at AVX2, eight elements a step: `set_bits` is the 256 x 8 table of each 8-bit mask's
+// set positions, lowest first (kernels.cc), by which the step's indices and keys are packed to the front.
+size_t topk_candidates_avx2(const float* x, size_t n, uint32_t floor, uint32_t* index, uint32_t* keys,
+                            uint32_t* top, const uint32_t* set_bits);
 size_t topk_candidates_avx512(const float* x, size_t n, uint32_t floor, uint32_t* index, uint32_t* keys,
                               uint32_t* top);
 size_t topk_candidates_feedback_avx512(const float* x, float one, float* e, size_t n, uint32_t floor,
