@@ -639,7 +639,7 @@ BAGUA_AVX512 size_t topk_candidates_avx512(const float* x, size_t n, uint32_t fl
 }
 
 BAGUA_AVX2 size_t topk_candidates_avx2(const float* x, size_t n, uint32_t floor, uint32_t* index,
-                                      uint32_t* keys, uint32_t* top, const uint32_t* set_bits) {
+                                       uint32_t* keys, uint32_t* top, const uint32_t* set_bits) {
   // As topk_candidates: keys below 2^31 compare signed; the step's candidates' positions (the mask's
   // row of set_bits) gather its indices and keys to the front of one 8-lane store each.
   const __m256i below = _mm256_set1_epi32(static_cast<int32_t>(floor) - 1);
