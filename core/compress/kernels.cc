@@ -630,11 +630,7 @@ namespace {
 BAGUA_MULTIVERSION
 void topk_select(const float* x, size_t n, size_t k, uint8_t* y, std::vector<uint32_t>& candidates,
                  const float* feedback_x, float one) {
-  auto key_of = [](float v) {
-    const uint32_t bits = std::bit_cast<uint32_t>(v) & 0x7FFFFFFFu;
-    return bits > 0x7F800000u ? 0x7F800000u : bits;
-  };
-  auto key = [x, key_of](size_t i) { return key_of(x[i]); };
+  auto key = [x](size_t i) { return topk_key(x[i]); };
   // The sample: up to 1024 keys at a fixed stride; the floor: its key of rank 2 k / n of the sample,
   // plus 16 (the sample's own spread), or 0 when that rank falls past the sample.
   constexpr size_t kSample = 1024;
@@ -642,7 +638,7 @@ void topk_select(const float* x, size_t n, size_t k, uint8_t* y, std::vector<uin
   std::array<uint32_t, kSample> sample;
   for (size_t s = 0; s < samples; ++s) {
     const size_t i = s * n / samples;
-    sample[s] = feedback_x ? key_of(feedback_x[i] + one * x[i]) : key(i);
+    sample[s] = feedback_x ? topk_key(feedback_x[i] + one * x[i]) : key(i);
   }
   const size_t rank = static_cast<size_t>(2.0 * static_cast<double>(samples) * static_cast<double>(k) /
                                           static_cast<double>(n)) +

@@ -618,14 +618,7 @@ BAGUA_AVX512 inline size_t topk_candidates(const float* x, float one, float* e, 
     } else {
       v = x[i];
     }
-    uint32_t key = std::bit_cast<uint32_t>(v) & 0x7FFFFFFFu;
-    key = key > 0x7F800000u ? 0x7F800000u : key;
-    index[count] = static_cast<uint32_t>(i);
-    keys[count] = key;
-    if (key >= floor) {
-      most = key > most ? key : most;
-      ++count;
-    }
+    count = topk_candidate(v, i, floor, index, keys, count, &most);
   }
   *top = most;
   return count;
@@ -667,16 +660,8 @@ BAGUA_AVX2 size_t topk_candidates_avx2(const float* x, size_t n, uint32_t floor,
   uint32_t most = floor;
   for (const uint32_t l : lanes)
     most = l > most ? l : most;
-  for (; i < n; ++i) {
-    uint32_t key = std::bit_cast<uint32_t>(x[i]) & 0x7FFFFFFFu;
-    key = key > 0x7F800000u ? 0x7F800000u : key;
-    index[count] = static_cast<uint32_t>(i);
-    keys[count] = key;
-    if (key >= floor) {
-      most = key > most ? key : most;
-      ++count;
-    }
-  }
+  for (; i < n; ++i)
+    count = topk_candidate(x[i], i, floor, index, keys, count, &most);
   *top = most;
   return count;
 }
@@ -718,57 +703,47 @@ BAGUA_AVX512 void topk_keep_avx512(const uint32_t* index, const uint32_t* keys, 
 // vcvtps2pd widens four floats a vector straight from memory, where GCC's lowering of the
 // multiversioned loop's F32x4 -> F64x4 conversion took two halves, an insert and stack spills (70 %
 // of sign's encode at 1 MiB on the AVX2 level).
-BAGUA_AVX2 double sum_abs_avx2(const float* x, size_t len) {
-  const __m256d magnitude = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFll));
+// Eight chains of four doubles (the adds' latency does not bound the loop), each step `add(acc, d)`
+// with d four floats widened, then the tail element by element by `one`.
+template <class Add, class One>
+BAGUA_AVX2 inline double widened_sum_avx2(const float* x, size_t len, Add add, One one) {
   __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
-  const auto term = [&](const float* at) BAGUA_AVX2 {
-    return _mm256_and_pd(_mm256_cvtps_pd(_mm_loadu_ps(at)), magnitude);
-  };
+  const auto at = [x](size_t j) BAGUA_AVX2 { return _mm256_cvtps_pd(_mm_loadu_ps(x + j)); };
   size_t j = 0;
   for (; j + 32 <= len; j += 32) {
-    a0 = _mm256_add_pd(a0, term(x + j));
-    a1 = _mm256_add_pd(a1, term(x + j + 4));
-    a2 = _mm256_add_pd(a2, term(x + j + 8));
-    a3 = _mm256_add_pd(a3, term(x + j + 12));
-    a4 = _mm256_add_pd(a4, term(x + j + 16));
-    a5 = _mm256_add_pd(a5, term(x + j + 20));
-    a6 = _mm256_add_pd(a6, term(x + j + 24));
-    a7 = _mm256_add_pd(a7, term(x + j + 28));
+    a0 = add(a0, at(j));
+    a1 = add(a1, at(j + 4));
+    a2 = add(a2, at(j + 8));
+    a3 = add(a3, at(j + 12));
+    a4 = add(a4, at(j + 16));
+    a5 = add(a5, at(j + 20));
+    a6 = add(a6, at(j + 24));
+    a7 = add(a7, at(j + 28));
   }
   double sum = 0;
   for (; j < len; ++j)
-    sum += std::fabs(x[j]);
+    sum += one(x[j]);
   alignas(32) double lanes[4];
   _mm256_store_pd(lanes, _mm256_add_pd(_mm256_add_pd(_mm256_add_pd(a0, a1), _mm256_add_pd(a2, a3)),
                                        _mm256_add_pd(_mm256_add_pd(a4, a5), _mm256_add_pd(a6, a7))));
   return sum + ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3]));
 }
 
+BAGUA_AVX2 double sum_abs_avx2(const float* x, size_t len) {
+  const __m256d magnitude = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFll));
+  return widened_sum_avx2(
+      x, len,
+      [magnitude](__m256d acc, __m256d d)
+          BAGUA_AVX2 { return _mm256_add_pd(acc, _mm256_and_pd(d, magnitude)); },
+      [](float v) { return static_cast<double>(std::fabs(v)); });
+}
+
 BAGUA_AVX2 double sum_squares_avx2(const float* x, size_t len) {
   // Each square is exact in double (24-bit significands), so the fused multiply-add adds the same.
-  __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
-  const auto step = [&](__m256d acc, const float* at) BAGUA_AVX2 {
-    const __m256d d = _mm256_cvtps_pd(_mm_loadu_ps(at));
-    return _mm256_fmadd_pd(d, d, acc);
-  };
-  size_t j = 0;
-  for (; j + 32 <= len; j += 32) {
-    a0 = step(a0, x + j);
-    a1 = step(a1, x + j + 4);
-    a2 = step(a2, x + j + 8);
-    a3 = step(a3, x + j + 12);
-    a4 = step(a4, x + j + 16);
-    a5 = step(a5, x + j + 20);
-    a6 = step(a6, x + j + 24);
-    a7 = step(a7, x + j + 28);
-  }
-  double sum = 0;
-  for (; j < len; ++j)
-    sum += static_cast<double>(x[j]) * x[j];
-  alignas(32) double lanes[4];
-  _mm256_store_pd(lanes, _mm256_add_pd(_mm256_add_pd(_mm256_add_pd(a0, a1), _mm256_add_pd(a2, a3)),
-                                       _mm256_add_pd(_mm256_add_pd(a4, a5), _mm256_add_pd(a6, a7))));
-  return sum + ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3]));
+  // ([&]: a lambda without captures has a conversion to a function pointer, which lacks the target.)
+  return widened_sum_avx2(
+      x, len, [&](__m256d acc, __m256d d) BAGUA_AVX2 { return _mm256_fmadd_pd(d, d, acc); },
+      [](float v) { return static_cast<double>(v) * v; });
 }
 
 BAGUA_AVX512 double sum_abs_avx512(const float* x, size_t len) {
@@ -826,7 +801,7 @@ BAGUA_AVX2 void sign_bits_avx2(const float* x, size_t bytes, uint8_t* bits) {
   size_t b = 0;
   for (; b + 4 <= bytes; b += 4) {
     uint32_t word = 0;
-#pragma GCC unroll 4
+#pragma GCC unroll 4  // four whole bytes a word
     for (int k = 0; k < 4; ++k) {
       const __m256 ge = _mm256_cmp_ps(_mm256_loadu_ps(x + 8 * (b + k)), zero, _CMP_GE_OQ);
       word |= static_cast<uint32_t>(_mm256_movemask_ps(ge)) << (8 * k);
