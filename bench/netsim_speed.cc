@@ -45,7 +45,7 @@ void BM_RingExchange(benchmark::State& state) {
   const int ranks = static_cast<int>(state.range(0));
   const int64_t chunk = kTotalBytes / ranks;
   const double messages = static_cast<double>(ranks) * 2 * (ranks - 1);
-  uint64_t events = 0;
+  uint64_t events = 0, switches = 0;
   double simulated = 0, wall = 0, cpu = 0;
   for (auto _ : state) {
     const double cpu_start = thread_cpu_seconds();
@@ -62,6 +62,7 @@ void BM_RingExchange(benchmark::State& state) {
       });
       wall += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       events += sim.events_processed();
+      switches += sim.fiber_switches();
       simulated += end.seconds();
     }
     cpu += thread_cpu_seconds() - cpu_start;
@@ -70,6 +71,8 @@ void BM_RingExchange(benchmark::State& state) {
   state.counters["cpu_ns_per_message"] = benchmark::Counter(cpu * 1e9 / (runs * messages));
   state.counters["events_per_message"] =
       benchmark::Counter(static_cast<double>(events) / (runs * messages));
+  state.counters["switches_per_message"] =
+      benchmark::Counter(static_cast<double>(switches) / (runs * messages));
   state.counters["events_per_s"] = benchmark::Counter(static_cast<double>(events) / wall);
   state.counters["events"] =
       benchmark::Counter(static_cast<double>(events), benchmark::Counter::kAvgIterations);

@@ -102,8 +102,10 @@ class Transport {
 
   void send(const BufferView& data, int dst, Tag tag) { isend(data, dst, tag)->wait(); }
   void recv(const BufferView& data, int src, Tag tag) { irecv(data, src, tag)->wait(); }
-  // Send to `dst` and receive from `src` concurrently (the step of every ring algorithm).
-  void sendrecv(const BufferView& out, int dst, const BufferView& in, int src, Tag tag);
+  // Send to `dst` and receive from `src` concurrently (the step of every ring algorithm): irecv, then
+  // isend, then wait for the send, then for the receive. A backend may do the same without the two
+  // requests (the simulator: SimTransport).
+  virtual void sendrecv(const BufferView& out, int dst, const BufferView& in, int src, Tag tag);
 
  protected:
   // The backend's transport over `ranks`, as subgroup() describes it.

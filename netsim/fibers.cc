@@ -221,7 +221,13 @@ Fibers::Fiber& Fibers::current() const {
 
 void Fibers::resume_event(void* fibers, uint64_t id) {
   Fibers& self = *static_cast<Fibers*>(fibers);
-  self.resume(*self.fibers_[static_cast<size_t>(id)]);
+  Fiber& f = *self.fibers_[static_cast<size_t>(id)];
+  if (f.gate.ready != nullptr && f.state == State::kReady) {
+    f.state = State::kBlocked;
+    if (!f.gate.ready(f.gate.object, f)) return;  // still blocked, on what the gate put it on
+    f.state = State::kReady;
+  }
+  self.resume(f);
 }
 
 void Fibers::resume(Fiber& f) {
@@ -267,6 +273,7 @@ void Fibers::resume(Fiber& f) {
   f.state = State::kRunning;
   current_ = &f;
   prefetch_next();
+  ++switches_;
   f.context = std::move(f.context).resume();
 #if defined(BAGUA_NETSIM_TSAN)
   // A finished fiber's last switch (Boost.Context's, when its body returns) is announced only here, so
@@ -307,8 +314,12 @@ void Fibers::suspend(Fiber& f) {
   f.state = State::kRunning;
 }
 
-void Fibers::block(const WaitReason& reason) {
-  if (!block_nothrow(reason)) throw FiberAbort{};
+void Fibers::block(const WaitReason& reason, Gate gate) {
+  Fiber& f = current();
+  f.gate = gate;
+  const bool resumed = block_nothrow(reason);
+  f.gate = {};
+  if (!resumed) throw FiberAbort{};
 }
 
 bool Fibers::block_nothrow(const WaitReason& reason) {

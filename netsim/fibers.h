@@ -8,6 +8,11 @@
 //   wake      schedule a blocked fiber to resume at the current time (as an event, so that the order of
 //             wake-ups is the order of the events that caused them; in the queue's "now" lane, which
 //             costs no more than resuming it directly would, and keeps that order)
+//   gate      (block's optional argument) a test the event that would resume a blocked fiber makes
+//             first: true resumes the fiber; false leaves it blocked, the gate having put it on the
+//             wait list of what it now waits for (and set its reason), as the fiber itself would have
+//             on resuming and finding that thing pending, without the switch into the fiber and back.
+//             The event still runs at its place, so the order of events is unchanged
 //   sleep     suspend the running fiber until now + d (a timer event)
 //   abort     after a failure or a deadlock, every unfinished fiber is resumed once more and its
 //             blocking call throws FiberAbort, so that its stack unwinds and every destructor runs
@@ -72,12 +77,19 @@ std::string describe(const WaitReason& reason);
 class Fibers {
  public:
   enum class State : uint8_t { kNew, kReady, kRunning, kBlocked, kSleeping, kDone };
+  struct Fiber;
+  // See the terms above: `ready(object, fiber)` is true when the fiber is to resume.
+  struct Gate {
+    bool (*ready)(void* object, Fiber& f) = nullptr;
+    void* object = nullptr;
+  };
   // What every block, wake and resume touches comes first, within one cache line.
   struct Fiber {
     State state = State::kNew;
     bool created = false;  // the Boost.Context fiber exists (from its first run on)
     int id = 0;
     WaitReason reason;
+    Gate gate;                        // of the block under way
     boost::context::fiber context;    // the fiber, while it is suspended
     boost::context::fiber scheduler;  // the engine's side, while the fiber runs
     int rank = 0;
@@ -108,7 +120,9 @@ class Fibers {
   bool in_fiber() const { return current_ != nullptr; }
 
   // Suspends the running fiber until wake(); throws FiberAbort once the run is being torn down.
-  void block(const WaitReason& reason);
+  void block(const WaitReason& reason) { block(reason, Gate{}); }
+  // The same with a gate (see the terms above).
+  void block(const WaitReason& reason, Gate gate);
   // Same, for destructors: never throws; returns false (at once) when the run is being torn down.
   bool block_nothrow(const WaitReason& reason);
   // Suspends the running fiber for `d` of virtual time.
@@ -124,6 +138,8 @@ class Fibers {
   // How many finished fibers' stacks this thread keeps for its next fibers (a stack outlives its
   // fiber and its simulation: the sweeps' next runs take it instead of mapping a new one).
   static size_t pooled_stacks();
+  // Switches into fibers so far (resumes), for the simulator-speed benchmark and its tests.
+  uint64_t switches() const { return switches_; }
 
  private:
   // The event that resumes fiber `id` (an index into fibers_).
@@ -149,6 +165,7 @@ class Fibers {
   std::set<int> finished_children_;  // ids of spawn_child's finished fibers, for reuse
   Fiber* current_ = nullptr;
   bool aborting_ = false;
+  uint64_t switches_ = 0;
   // The engine's stack, as the sanitizer reports it when a fiber is entered.
   const void* engine_stack_bottom_ = nullptr;
   size_t engine_stack_size_ = 0;

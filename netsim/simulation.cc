@@ -265,6 +265,10 @@ uint64_t Simulation::events_processed() const {
   return impl_->world.engine.events_processed();
 }
 
+uint64_t Simulation::fiber_switches() const {
+  return impl_->world.fibers.switches();
+}
+
 uint64_t Simulation::rate_solves() const {
   return impl_->world.network.rate_solves();
 }

@@ -262,6 +262,8 @@ class Simulation {
   // Number of times the flows' rates were re-solved (max-min sharing of a component of flows with
   // more than their lone rates to settle; netsim/network.h), for the benchmark and its tests.
   uint64_t rate_solves() const;
+  // Number of switches into the ranks' fibers (Fibers::switches), for the benchmark and its tests.
+  uint64_t fiber_switches() const;
 
  private:
   struct Impl;

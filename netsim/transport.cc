@@ -447,18 +447,45 @@ bool Mailbox::done(const Receive& r) {
   return r.done;
 }
 
+namespace {
+
+WaitReason send_reason(const Message& m) {
+  return {WaitKind::kSend, m.key.dst, m.key.tag, m.key.group != 0};
+}
+WaitReason receive_reason(const Receive& r) {
+  return {WaitKind::kReceive, r.key.src, r.key.tag, r.key.group != 0};
+}
+
+}  // namespace
+
 void Mailbox::wait(Message& m) {
   while (!m.send_done) {
     m.waiters.add(world_.fibers.current());
-    world_.fibers.block({WaitKind::kSend, m.key.dst, m.key.tag, m.key.group != 0});
+    world_.fibers.block(send_reason(m));
   }
 }
 
 void Mailbox::wait(Receive& r) {
   while (!r.done) {
     r.waiters.add(world_.fibers.current());
-    world_.fibers.block({WaitKind::kReceive, r.key.src, r.key.tag, r.key.group != 0});
+    world_.fibers.block(receive_reason(r));
   }
+}
+
+bool Mailbox::receive_done_or_wait(void* receive, Fibers::Fiber& f) {
+  Receive& r = *static_cast<Receive*>(receive);
+  if (r.done) return true;
+  r.waiters.add(f);
+  f.reason = receive_reason(r);
+  return false;
+}
+
+void Mailbox::wait(Message& m, Receive& r) {
+  while (!m.send_done) {
+    m.waiters.add(world_.fibers.current());
+    world_.fibers.block(send_reason(m), {&Mailbox::receive_done_or_wait, &r});
+  }
+  wait(r);
 }
 
 SimTransport::SimTransport(World& world, uint64_t group, std::vector<int> members, int rank)
@@ -482,6 +509,15 @@ RequestPtr SimTransport::isend(const BufferView& data, int dst, Tag tag) {
   check_peer(dst, "isend");
   auto m = world_.mailbox.post_send({group_, world_rank(rank_), world_rank(dst), tag}, data);
   return RequestPtr(new (world_.mailbox.blocks()) SendRequest(world_.mailbox, std::move(m)));
+}
+
+void SimTransport::sendrecv(const BufferView& out, int dst, const BufferView& in, int src, Tag tag) {
+  Mailbox& mailbox = world_.mailbox;
+  check_peer(src, "irecv");
+  const Ref<Receive> r = mailbox.post_receive({group_, world_rank(src), world_rank(rank_), tag}, in);
+  check_peer(dst, "isend");
+  const Ref<Message> m = mailbox.post_send({group_, world_rank(rank_), world_rank(dst), tag}, out);
+  mailbox.wait(*m, *r);
 }
 
 RequestPtr SimTransport::isend_after(Time delay, const BufferView& data, int dst, Tag tag) {

@@ -382,5 +382,82 @@ TEST(ModelFactors, ValidationNamesTheField) {
             "transport.slots must be >= 1, got 0");
 }
 
+// A ring of `steps` sendrecv steps of `bytes` per message on 2 hosts of 2 ranks (0 -> 1 -> 2 -> 3 -> 0):
+// each step, ranks 0 -> 1 and 2 -> 3 send within a host, 1 -> 2 and 3 -> 0 between hosts. `base`: the
+// steps through Transport::sendrecv's own isend / irecv / wait (the qualified call skips the
+// simulator's override). Returns the end time, the NIC links' carried bytes and the fiber switches.
+struct RingRun {
+  Time end;
+  std::vector<int64_t> carried;
+  uint64_t switches = 0;
+};
+RingRun sendrecv_ring(ClusterSpec spec, int steps, int64_t bytes, bool base) {
+  Simulation sim(std::move(spec));
+  RingRun out;
+  out.end = sim.run([&](RankContext& ctx) {
+    Transport& t = ctx.transport();
+    const int right = (t.rank() + 1) % t.size();
+    const int left = (t.rank() + t.size() - 1) % t.size();
+    for (int step = 0; step < steps; ++step) {
+      if (base)
+        t.Transport::sendrecv(meta_bytes(bytes), right, meta_bytes(bytes), left, 0);
+      else
+        t.sendrecv(meta_bytes(bytes), right, meta_bytes(bytes), left, 0);
+    }
+  });
+  for (const LinkStats& l : sim.link_stats())
+    out.carried.push_back(l.carried.count());
+  out.switches = sim.fiber_switches();
+  return out;
+}
+
+TEST(TransportModel, SendrecvWhoseReceiveLandsAfterItsSendSwitchesIntoItsFiberOnce) {
+  // hosts_spec(2, 2): within a host the flows take 0 ns (no latency, 1e18 B/s); between hosts
+  // L = 1000 ns and 1000 bytes at 1e9 B/s take 1000 ns more. A step therefore ends at + 2000 ns for
+  // every rank (each has one message between hosts, sent or received): K steps end at 2000 K.
+  // Ranks 0 and 2 send within their host and receive from the other: their send lands first. Through
+  // isend / irecv / wait their fiber is resumed when the send lands, finds the receive pending and
+  // blocks again: 2 switches a step, 1 for ranks 1 and 3 (their receive lands first), so 6 per step
+  // plus the 4 fibers' starts. The simulator's sendrecv keeps the fiber blocked on the receive
+  // (Fibers::Gate): 4 per step. Same times, same bytes on every link.
+  constexpr int kSteps = 5;
+  const RingRun fast = sendrecv_ring(hosts_spec(2, 2), kSteps, 1000, /*base=*/false);
+  const RingRun base = sendrecv_ring(hosts_spec(2, 2), kSteps, 1000, /*base=*/true);
+  EXPECT_EQ(fast.end, Time::ns(kSteps * 2000));
+  EXPECT_EQ(base.end, fast.end);
+  EXPECT_EQ(base.carried, fast.carried);
+  EXPECT_EQ(base.switches, 4u + 6u * kSteps);
+  EXPECT_EQ(fast.switches, 4u + 4u * kSteps);
+}
+
+TEST(TransportModel, SendrecvTimesAreThoseOfIsendIrecvAndWaitUnderEveryTransportModel) {
+  // The override must not change a time: eager, rendezvous (its handshake waits for the posted
+  // receive), credit slots, ordered connections, LogGP's overhead and gap, a TCP window; message
+  // sizes on both sides of the limits.
+  std::vector<ClusterSpec> specs;
+  for (int k = 0; k < 5; ++k) {
+    ClusterSpec spec = hosts_spec(2, 2);
+    if (k == 1) spec.transport = TransportModel::mpi();
+    if (k == 2) spec.transport = TransportModel::nccl();
+    if (k == 3) {
+      spec.transport = TransportModel::mpi();
+      spec.transport.ordered = true;
+      spec.factors.message_overhead = Time::ns(700);
+      spec.factors.message_gap = Time::ns(300);
+    }
+    if (k == 4) spec.factors.tcp_window = Bytes(65'536);
+    specs.push_back(spec);
+  }
+  for (size_t k = 0; k < specs.size(); ++k) {
+    for (const int64_t bytes : {int64_t{100}, int64_t{70'000}, int64_t{3'000'000}}) {
+      const RingRun fast = sendrecv_ring(specs[k], 4, bytes, /*base=*/false);
+      const RingRun base = sendrecv_ring(specs[k], 4, bytes, /*base=*/true);
+      EXPECT_EQ(fast.end, base.end) << "model " << k << ", " << bytes << " bytes";
+      EXPECT_EQ(fast.carried, base.carried) << "model " << k << ", " << bytes << " bytes";
+      EXPECT_LE(fast.switches, base.switches);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace bagua::netsim
