@@ -222,10 +222,9 @@ Fibers::Fiber& Fibers::current() const {
 void Fibers::resume_event(void* fibers, uint64_t id) {
   Fibers& self = *static_cast<Fibers*>(fibers);
   Fiber& f = *self.fibers_[static_cast<size_t>(id)];
-  if (f.gate.ready != nullptr && f.state == State::kReady) {
-    f.state = State::kBlocked;
-    if (!f.gate.ready(f.gate.object, f)) return;  // still blocked, on what the gate put it on
-    f.state = State::kReady;
+  if (f.gate.ready != nullptr && !f.gate.ready(f.gate.object, f)) {
+    f.state = State::kBlocked;  // on what the gate put it on
+    return;
   }
   self.resume(f);
 }

@@ -500,36 +500,42 @@ int SimTransport::host_of(int rank) const {
   return world_.topology.host_of(world_rank(rank));
 }
 
+MatchKey SimTransport::send_key(int dst, Tag tag) const {
+  check_peer(dst, "isend");
+  return {group_, world_rank(rank_), world_rank(dst), tag};
+}
+
+MatchKey SimTransport::receive_key(int src, Tag tag) const {
+  check_peer(src, "irecv");
+  return {group_, world_rank(src), world_rank(rank_), tag};
+}
+
 void SimTransport::check_peer(int peer, const char* what) const {
   BAGUA_CHECK(peer >= 0 && peer < size(), std::string(what) + ": rank " + std::to_string(peer) +
                                               " outside a group of " + std::to_string(size()));
 }
 
 RequestPtr SimTransport::isend(const BufferView& data, int dst, Tag tag) {
-  check_peer(dst, "isend");
-  auto m = world_.mailbox.post_send({group_, world_rank(rank_), world_rank(dst), tag}, data);
+  auto m = world_.mailbox.post_send(send_key(dst, tag), data);
   return RequestPtr(new (world_.mailbox.blocks()) SendRequest(world_.mailbox, std::move(m)));
 }
 
 void SimTransport::sendrecv(const BufferView& out, int dst, const BufferView& in, int src, Tag tag) {
   Mailbox& mailbox = world_.mailbox;
-  check_peer(src, "irecv");
-  const Ref<Receive> r = mailbox.post_receive({group_, world_rank(src), world_rank(rank_), tag}, in);
-  check_peer(dst, "isend");
-  const Ref<Message> m = mailbox.post_send({group_, world_rank(rank_), world_rank(dst), tag}, out);
+  const Ref<Receive> r = mailbox.post_receive(receive_key(src, tag), in);
+  const Ref<Message> m = mailbox.post_send(send_key(dst, tag), out);
   mailbox.wait(*m, *r);
 }
 
 RequestPtr SimTransport::isend_after(Time delay, const BufferView& data, int dst, Tag tag) {
-  check_peer(dst, "isend");
+  const MatchKey key = send_key(dst, tag);
   BAGUA_CHECK(delay >= Time::zero(), "isend_after a delay of " + to_string(delay));
-  auto m = world_.mailbox.post_send({group_, world_rank(rank_), world_rank(dst), tag}, data, delay);
+  auto m = world_.mailbox.post_send(key, data, delay);
   return RequestPtr(new (world_.mailbox.blocks()) SendRequest(world_.mailbox, std::move(m)));
 }
 
 RequestPtr SimTransport::irecv(const BufferView& data, int src, Tag tag) {
-  check_peer(src, "irecv");
-  auto r = world_.mailbox.post_receive({group_, world_rank(src), world_rank(rank_), tag}, data);
+  auto r = world_.mailbox.post_receive(receive_key(src, tag), data);
   return RequestPtr(new (world_.mailbox.blocks()) ReceiveRequest(world_.mailbox, std::move(r)));
 }
 

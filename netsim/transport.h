@@ -272,6 +272,10 @@ class SimTransport final : public Transport,
     return members_.empty() ? rank : members_[static_cast<size_t>(rank)];
   }
   void check_peer(int peer, const char* what) const;
+  // The mailbox's key of a message from this rank to group rank `dst` (checked), and of one from `src`
+  // to this rank.
+  MatchKey send_key(int dst, Tag tag) const;
+  MatchKey receive_key(int src, Tag tag) const;
 
   World& world_;
   uint64_t group_;
