@@ -1,5 +1,7 @@
 #include "netsim/engine.h"
 
+#include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <utility>
 
@@ -38,7 +40,7 @@ EventQueue::Handle EventQueue::schedule(Time at, Callback callback) {
   Slot& s = slots_[slot];
   s.callback = callback;
   s.is_action = false;
-  return push_heap(at, slot);
+  return insert(at, slot);
 }
 
 EventQueue::Handle EventQueue::schedule(Time at, Action action) {
@@ -48,16 +50,57 @@ EventQueue::Handle EventQueue::schedule(Time at, Action action) {
   Slot& s = slots_[slot];
   s.callback = {};
   s.is_action = true;
-  return push_heap(at, slot);
+  return insert(at, slot);
 }
 
-EventQueue::Handle EventQueue::push_heap(Time at, uint32_t slot) {
-  heap_.push_back({at, next_sequence_++, slot});
-  if (batch_)
-    place(heap_.size() - 1, heap_.back());
-  else
-    sift_up(heap_.size() - 1);
+EventQueue::Handle EventQueue::insert(Time at, uint32_t slot) {
+  add({at, next_sequence_++, slot});
+  ++in_buckets_;
   return (static_cast<uint64_t>(slots_[slot].generation) << 32) | slot;
+}
+
+void EventQueue::add(const Entry& e) {
+  assert(static_cast<uint64_t>(e.at.nanoseconds()) >= base_);  // never before the last taken
+  const size_t b = bucket_of(e.at);
+  std::vector<Entry>& bucket = buckets_[b];
+  Slot& s = slots_[e.slot];
+  s.bucket = static_cast<uint8_t>(b);
+  s.index = static_cast<int32_t>(bucket.size());
+  bucket.push_back(e);
+  if (b == 0) {
+    ++live_in_front_;
+    return;
+  }
+  occupied_ |= uint64_t{1} << b;
+  // A search's answer stands unless this entry went to its bucket or below, and is earlier.
+  if (found_bucket_ < 0 || b > static_cast<size_t>(found_bucket_)) return;
+  if (b == static_cast<size_t>(found_bucket_) && !earlier(e, bucket[found_index_])) return;
+  found_bucket_ = -1;
+}
+
+void EventQueue::remove(uint32_t slot) {
+  const Slot& s = slots_[slot];
+  const size_t b = s.bucket;
+  const auto index = static_cast<size_t>(s.index);
+  std::vector<Entry>& bucket = buckets_[b];
+  if (b == 0) {  // kept in order: marked, and passed over once it is at the front
+    bucket[index].slot = kCancelled;
+    --live_in_front_;
+    while (front_ < bucket.size() && bucket[front_].slot == kCancelled)
+      ++front_;
+    if (front_ == bucket.size()) {
+      bucket.clear();
+      front_ = 0;
+    }
+    return;
+  }
+  if (static_cast<int>(b) == found_bucket_) found_bucket_ = -1;
+  if (index + 1 != bucket.size()) {
+    bucket[index] = bucket.back();
+    slots_[bucket[index].slot].index = static_cast<int32_t>(index);
+  }
+  bucket.pop_back();
+  if (bucket.empty()) occupied_ &= ~(uint64_t{1} << b);
 }
 
 EventQueue::EventQueue() {
@@ -91,9 +134,9 @@ bool EventQueue::cancel(Handle handle) {
   const uint32_t generation = static_cast<uint32_t>(handle >> 32);
   if (handle == kNoEvent || slot >= slots_.size()) return false;
   const Slot& s = slots_[slot];
-  if (s.generation != generation || s.heap_index < 0) return false;
-  BAGUA_CHECK(!batch_, "cancel of a pending event inside a batch");
-  remove_at(static_cast<size_t>(s.heap_index));
+  if (s.generation != generation || s.index < 0) return false;
+  remove(slot);
+  --in_buckets_;
   release(slot);
   return true;
 }
@@ -102,76 +145,101 @@ EventQueue::Handle EventQueue::reschedule(Handle handle, Time at, Callback callb
   const uint32_t slot = static_cast<uint32_t>(handle & 0xffffffffu);
   const uint32_t generation = static_cast<uint32_t>(handle >> 32);
   if (handle == kNoEvent || slot >= slots_.size() || slots_[slot].generation != generation ||
-      slots_[slot].heap_index < 0 || slots_[slot].is_action) {
+      slots_[slot].index < 0 || slots_[slot].is_action) {
     cancel(handle);
     return schedule(at, callback);
   }
-  Slot& s = slots_[slot];
-  s.callback = callback;
-  const auto index = static_cast<size_t>(s.heap_index);
-  HeapEntry& e = heap_[index];
-  // The new key (at, next sequence) is later than the old one unless `at` moved earlier.
-  const bool earlier_than_before = at < e.at;
-  e.at = at;
-  e.sequence = next_sequence_++;
-  if (batch_) return handle;  // ordered at end_batch()
-  if (earlier_than_before)
-    sift_up(index);
-  else
-    sift_down(index);
+  // The same slot and handle, a new key (at, next sequence): where schedule() would put a new event.
+  remove(slot);
+  slots_[slot].callback = callback;
+  add({at, next_sequence_++, slot});
   return handle;
 }
 
-void EventQueue::begin_batch() {
-  BAGUA_CHECK(!batch_, "a batch of events begun inside another");
-  batch_ = true;
+const EventQueue::Entry* EventQueue::earliest(const LaneEntry* lane) const {
+  if (live_in_front_ > 0) return &buckets_[0][front_];  // never a cancelled entry (remove())
+  if (occupied_ == 0) return nullptr;
+  const auto b = static_cast<size_t>(__builtin_ctzll(occupied_));
+  const std::vector<Entry>& bucket = buckets_[b];
+  if (found_bucket_ == static_cast<int>(b)) return &bucket[found_index_];
+  if (lane != nullptr && lane->at < bucket_floor(b)) return nullptr;  // the lane's is earlier
+  size_t best = 0;
+  for (size_t i = 1; i < bucket.size(); ++i)
+    if (earlier(bucket[i], bucket[best])) best = i;
+  found_bucket_ = static_cast<int>(b);
+  found_index_ = best;
+  return &bucket[best];
 }
 
-void EventQueue::end_batch() {
-  BAGUA_CHECK(batch_, "end_batch without begin_batch");
-  batch_ = false;
-  // Floyd's construction: every inner node from the last to the root sinks into its subtrees, each
-  // already a heap.
-  const size_t n = heap_.size();
-  if (n < 2) return;
-  for (size_t i = (n - 2) / kArity + 1; i-- > 0;)
-    sift_down(i);
+EventQueue::Entry EventQueue::take(const Entry* e) {
+  if (live_in_front_ == 0) {
+    // Bucket 0 holds cancelled entries at most: the base moves to e's time, and e's bucket spreads
+    // over the lower ones (each entry differs from the new base in a lower bit, or not at all).
+    const size_t b = slots_[e->slot].bucket;
+    buckets_[0].clear();
+    front_ = 0;
+    base_ = static_cast<uint64_t>(e->at.nanoseconds());
+    spread_.swap(buckets_[b]);
+    occupied_ &= ~(uint64_t{1} << b);
+    found_bucket_ = -1;
+    for (const Entry& x : spread_)
+      add(x);
+    spread_.clear();
+    // Bucket 0 in sequence order: what spread into it was in no order.
+    std::vector<Entry>& front = buckets_[0];
+    if (front.size() > 1) {
+      std::sort(front.begin(), front.end(),
+                [](const Entry& x, const Entry& y) { return x.sequence < y.sequence; });
+      for (size_t i = 0; i < front.size(); ++i)
+        slots_[front[i].slot].index = static_cast<int32_t>(i);
+    }
+  }
+  std::vector<Entry>& front = buckets_[0];
+  const Entry top = front[front_++];
+  --live_in_front_;
+  --in_buckets_;
+  while (front_ < front.size() && front[front_].slot == kCancelled)
+    ++front_;
+  if (front_ == front.size()) {
+    front.clear();
+    front_ = 0;
+  }
+  return top;
 }
 
 Time EventQueue::next_time() const {
   BAGUA_CHECK(!empty(), "next_time of an empty event queue");
-  Time best = heap_.empty() ? Time::max() : heap_.front().at;
-  for (const Lane& l : lanes_)
-    if (!l.empty() && l.front().at < best) best = l.front().at;
-  return best;
+  const Lane* const l = earliest_lane(lanes_);
+  const LaneEntry* lane = l != nullptr ? &l->front() : nullptr;
+  const Entry* e = earliest(lane);
+  if (e != nullptr && (lane == nullptr || earlier(*e, *lane))) return e->at;
+  return lane->at;
 }
 
 Callback EventQueue::peek() const {
-  const Lane* from = nullptr;
-  for (const Lane& l : lanes_)
-    if (!l.empty() && (from == nullptr || earlier(l.front(), from->front()))) from = &l;
-  if (from != nullptr && (heap_.empty() || earlier(from->front(), heap_.front())))
-    return from->front().callback;
-  if (heap_.empty()) return {};
-  return slots_[heap_.front().slot].callback;
+  const Lane* const l = earliest_lane(lanes_);
+  const LaneEntry* lane = l != nullptr ? &l->front() : nullptr;
+  const Entry* e = earliest(lane);
+  if (e != nullptr && (lane == nullptr || earlier(*e, *lane))) {
+    const Slot& s = slots_[e->slot];
+    return s.is_action ? Callback{} : s.callback;
+  }
+  return lane != nullptr ? lane->callback : Callback{};
 }
 
 Time EventQueue::pop(Callback& callback, Action& action) {
   BAGUA_CHECK(!empty(), "pop from an empty event queue");
-  BAGUA_CHECK(!batch_, "pop inside a batch of events");
-  Lane* from = nullptr;
-  for (Lane& l : lanes_)
-    if (!l.empty() && (from == nullptr || earlier(l.front(), from->front()))) from = &l;
-  if (from != nullptr && (heap_.empty() || earlier(from->front(), heap_.front()))) {
-    const LaneEntry& e = from->front();
-    callback = e.callback;
-    now_ = e.at;
-    from->pop_front();
+  Lane* const l = earliest_lane(lanes_);
+  const LaneEntry* lane = l != nullptr ? &l->front() : nullptr;
+  const Entry* e = earliest(lane);
+  if (e == nullptr || (lane != nullptr && earlier(*lane, *e))) {
+    callback = lane->callback;
+    now_ = lane->at;
+    l->pop_front();
     --in_lanes_;
     return now_;
   }
-  const HeapEntry top = heap_.front();
-  remove_top();
+  const Entry top = take(e);
   Slot& s = slots_[top.slot];
   if (s.is_action) {
     callback = {};
@@ -185,10 +253,16 @@ Time EventQueue::pop(Callback& callback, Action& action) {
 }
 
 void EventQueue::clear() {
-  batch_ = false;
-  for (const HeapEntry& e : heap_)
-    release(e.slot);
-  heap_.clear();
+  for (size_t b = 0; b < kBuckets; ++b) {
+    std::vector<Entry>& bucket = buckets_[b];
+    for (size_t i = b == 0 ? front_ : 0; i < bucket.size(); ++i)  // bucket 0's before front_ ran
+      if (bucket[i].slot != kCancelled) release(bucket[i].slot);
+    bucket.clear();
+  }
+  front_ = 0;
+  occupied_ = 0;
+  in_buckets_ = live_in_front_ = 0;
+  found_bucket_ = -1;
   for (Lane& l : lanes_)
     l.clear();
   in_lanes_ = 0;
@@ -198,76 +272,10 @@ void EventQueue::release(uint32_t slot) {
   Slot& s = slots_[slot];
   if (s.is_action) actions_[slot] = nullptr;
   s.is_action = false;
-  s.heap_index = -1;
+  s.index = -1;
   ++s.generation;
   if (s.generation == 0) s.generation = 1;  // keep handles non-zero
   free_slots_.push_back(slot);
-}
-
-void EventQueue::remove_top() {
-  // The hole left at the root sinks along the earlier child of each level to a leaf, and the last
-  // entry fills it from there, rising as far as it must: fewer comparisons than sinking the last entry
-  // from the root, as it usually belongs near the bottom.
-  const HeapEntry last = heap_.back();
-  heap_.pop_back();
-  const size_t n = heap_.size();
-  if (n == 0) return;
-  size_t hole = 0;
-  for (;;) {
-    const size_t first = kArity * hole + 1;
-    if (first >= n) break;
-    size_t child = first;
-    for (size_t c = first + 1; c < first + kArity && c < n; ++c)
-      if (earlier(heap_[c], heap_[child])) child = c;
-    place(hole, heap_[child]);
-    hole = child;
-  }
-  while (hole > 0) {
-    const size_t parent = (hole - 1) / kArity;
-    if (!earlier(last, heap_[parent])) break;
-    place(hole, heap_[parent]);
-    hole = parent;
-  }
-  place(hole, last);
-}
-
-void EventQueue::remove_at(size_t index) {
-  const size_t last = heap_.size() - 1;
-  if (index != last) {
-    place(index, heap_[last]);
-    heap_.pop_back();
-    sift_down(index);
-    sift_up(index);
-  } else {
-    heap_.pop_back();
-  }
-}
-
-void EventQueue::sift_up(size_t index) {
-  const HeapEntry e = heap_[index];
-  while (index > 0) {
-    const size_t parent = (index - 1) / kArity;
-    if (!earlier(e, heap_[parent])) break;
-    place(index, heap_[parent]);
-    index = parent;
-  }
-  place(index, e);
-}
-
-void EventQueue::sift_down(size_t index) {
-  const size_t n = heap_.size();
-  const HeapEntry e = heap_[index];
-  for (;;) {
-    const size_t first = kArity * index + 1;
-    if (first >= n) break;
-    size_t child = first;
-    for (size_t c = first + 1; c < first + kArity && c < n; ++c)
-      if (earlier(heap_[c], heap_[child])) child = c;
-    if (!earlier(heap_[child], e)) break;
-    place(index, heap_[child]);
-    index = child;
-  }
-  place(index, e);
 }
 
 EventQueue::Handle Engine::at(Time when, EventQueue::Action action) {

@@ -15,13 +15,23 @@
 //             virtual time never goes back, such events arrive in a lane already in (time, sequence)
 //             order, so a lane needs no sorting: pushing and popping cost O(1)
 //
-// The queue is a handful of lanes plus an indexed 4-ary heap (shallower than a binary one, its
-// children side by side in memory) for every other event. The next event is the earliest, by (time,
-// sequence), of the lanes' fronts and the heap's top: exactly the order a single heap would give, so
-// lanes change how fast events are found, never which runs next. Lanes hold only posted events, which
-// cannot be cancelled; an event that may be cancelled goes to the heap, which removes it at once, so
-// that a flow rescheduled many times leaves no dead entries behind. Nothing here is static: each
-// Simulation owns its Engine.
+// The queue is a handful of lanes plus a radix queue for every other event (the cancellable ones and
+// posts with no lane). Virtual time never goes back, so every pending event is due at or after the
+// time of the last event taken from the radix queue, its `base`: an event goes to bucket 0 when it is
+// due at the base and otherwise to bucket b, where b - 1 is the highest bit in which its time differs
+// from the base. Every event in bucket b is due before every event in a higher bucket, so the earliest
+// is in the lowest non-empty bucket; taking it moves the base up to its time and spreads that bucket's
+// other events over lower buckets (Ahuja, Mehlhorn, Orlin and Tarjan, "Faster algorithms for the
+// shortest path problem", J. ACM 37(2), 1990: the radix heap). An event thus moves at most once per
+// bit of its distance from the base, and scheduling, moving or cancelling one costs O(1), where a
+// heap sifts through log(size) levels of scattered entries. Bucket 0 is kept in sequence order
+// (the events spread into it are sorted once; later ones are scheduled at the base with the largest
+// sequence yet), so that events due at one time run in the order they were scheduled. The next
+// event is the earliest, by (time, sequence), of the lanes' fronts and the radix queue's: exactly the
+// order a single sorted queue would give, so lanes and buckets change how fast events are found, never
+// which runs next. Lanes hold only posted events, which cannot be cancelled; an event that may be
+// cancelled goes to the radix queue, which removes it at once. Nothing here is static: each Simulation
+// owns its Engine.
 #pragma once
 
 #include <cstdint>
@@ -51,7 +61,7 @@ class EventQueue {
   // Slot index in the low 32 bits, the slot's generation in the high 32 bits; 0 is never a live handle.
   using Handle = uint64_t;
   static constexpr Handle kNoEvent = 0;
-  // Lanes beyond the "now" lane; a delay asked for once they are all taken goes to the heap.
+  // Lanes beyond the "now" lane; a delay asked for once they are all taken goes to the radix queue.
   static constexpr size_t kMaxLanes = 8;
 
   EventQueue();
@@ -65,20 +75,12 @@ class EventQueue {
   void post(Time at, Callback callback, bool recurring_delay = false);
   // Removes the event if it is still pending; returns whether it was.
   bool cancel(Handle handle);
-  // cancel(handle) then schedule(at, callback), in one step: a pending event is moved in the heap
-  // (given the sequence number schedule() would have given it, so that the order of events is the
-  // same) and keeps its handle; otherwise the event is scheduled anew.
+  // cancel(handle) then schedule(at, callback), in one step: a pending event is moved (given the
+  // sequence number schedule() would have given it, so that the order of events is the same) and
+  // keeps its handle; otherwise the event is scheduled anew.
   Handle reschedule(Handle handle, Time at, Callback callback);
-  // A batch of schedule() and reschedule() calls (no cancel, pop or peek in between) that may move
-  // many of the heap's events: inside it they only set their events' keys (time, sequence), and
-  // end_batch() restores the heap order once, bottom-up (Floyd's construction: O(heap size), where
-  // sifting each event costs O(log) and, for events tied at one time, goes all the way down). The keys
-  // are the same as without the batch and no two are equal, so the events run in the same order.
-  void begin_batch();
-  void end_batch();
-  size_t heap_size() const { return heap_.size(); }
   bool empty() const { return size() == 0; }
-  size_t size() const { return heap_.size() + in_lanes_; }
+  size_t size() const { return in_buckets_ + in_lanes_; }
   Time next_time() const;
   // The callback of the earliest event, or a null one (none pending, or an Action).
   Callback peek() const;
@@ -91,18 +93,20 @@ class EventQueue {
   void clear();
 
  private:
-  // The heap holds the ordering key itself, so that sifting touches one contiguous array; the slot
-  // holds the callback and where its entry sits in the heap.
-  struct HeapEntry {
+  // A bucket holds the ordering key itself, so that a search touches one contiguous array; the slot
+  // holds the callback and where its entry sits.
+  struct Entry {
     Time at;
     uint64_t sequence;
     uint32_t slot;
   };
+  static constexpr uint32_t kCancelled = UINT32_MAX;  // an entry of bucket 0 whose event was cancelled
   struct Slot {
     Callback callback;
     uint32_t generation = 1;
-    int32_t heap_index = -1;  // -1: free
-    bool is_action = false;   // the event is actions_[slot]
+    int32_t index = -1;  // in its bucket; -1: free
+    uint8_t bucket = 0;
+    bool is_action = false;  // the event is actions_[slot]
   };
   // A lane's entries carry their callback: nothing else refers to them.
   struct LaneEntry {
@@ -137,33 +141,60 @@ class EventQueue {
     size_t size_ = 0;
   };
 
-  static constexpr size_t kArity = 4;
   template <class X, class Y>
   static bool earlier(const X& x, const Y& y) {
     return x.at != y.at ? x.at < y.at : x.sequence < y.sequence;
   }
+  // Times are never negative: 63 bits, so bucket b - 1 <= 62.
+  static constexpr size_t kBuckets = 64;
+  size_t bucket_of(Time at) const {
+    const uint64_t differ = static_cast<uint64_t>(at.nanoseconds()) ^ base_;
+    return differ == 0 ? 0 : static_cast<size_t>(64 - __builtin_clzll(differ));
+  }
+  // No event in bucket b >= 1 is due before this (its bit b - 1 is set where the base's is clear, and
+  // its higher bits are the base's).
+  Time bucket_floor(size_t b) const {
+    return Time::ns(static_cast<int64_t>(((base_ >> (b - 1)) + 1) << (b - 1)));
+  }
   Lane* lane_for(Time delay, bool open);
   uint32_t allocate_slot();
-  Handle push_heap(Time at, uint32_t slot);
-  void place(size_t index, const HeapEntry& e) {
-    heap_[index] = e;
-    slots_[e.slot].heap_index = static_cast<int32_t>(index);
+  Handle insert(Time at, uint32_t slot);
+  void add(const Entry& e);
+  void remove(uint32_t slot);
+  // The earliest entry of the radix queue, nullptr when it is empty; `lane` (nullptr: none) is the
+  // earliest lane front: when it is due before every bucket's floor the buckets are not searched, and
+  // the result is then nullptr as well.
+  const Entry* earliest(const LaneEntry* lane) const;
+  // Takes the radix queue's earliest entry, `e` (earliest()'s answer): the base moves to its time.
+  Entry take(const Entry* e);
+  // The lane of `lanes` (lanes_, const or not) whose front is earliest, nullptr when all are empty.
+  template <class Lanes>
+  static auto* earliest_lane(Lanes& lanes) {
+    decltype(&lanes.front()) best = nullptr;
+    for (auto& l : lanes)
+      if (!l.empty() && (best == nullptr || earlier(l.front(), best->front()))) best = &l;
+    return best;
   }
-  void sift_up(size_t index);
-  void sift_down(size_t index);
-  void remove_at(size_t index);
-  void remove_top();
   void release(uint32_t slot);
 
   std::vector<Slot> slots_;
   std::vector<Action> actions_;  // by slot, for events scheduled as an Action
   std::vector<uint32_t> free_slots_;
-  std::vector<HeapEntry> heap_;
-  std::vector<Lane> lanes_;  // lanes_[0]: delay 0, always there
+  std::vector<Entry> buckets_[kBuckets];
+  size_t front_ = 0;          // bucket 0's first pending entry (cancelled ones are passed)
+  uint64_t occupied_ = 0;     // bit b: bucket b >= 1 is not empty
+  uint64_t base_ = 0;         // every pending entry is due at or after it; bucket 0's are due at it
+  size_t in_buckets_ = 0;     // pending entries (bucket 0's cancelled ones not counted)
+  size_t live_in_front_ = 0;  // of them in bucket 0
+  // earliest()'s last search of a bucket: the bucket and the index of its earliest entry, until that
+  // bucket or a lower one changes (-1: none).
+  mutable int found_bucket_ = -1;
+  mutable size_t found_index_ = 0;
+  std::vector<Entry> spread_;  // take()'s scratch
+  std::vector<Lane> lanes_;    // lanes_[0]: delay 0, always there
   size_t in_lanes_ = 0;
   Time now_;
   uint64_t next_sequence_ = 0;
-  bool batch_ = false;  // between begin_batch() and end_batch(): the heap's order is not kept
 };
 
 // Virtual time plus the queue. `now()` only moves forward, to the time of the event being processed.
@@ -183,11 +214,6 @@ class Engine {
   bool cancel(EventQueue::Handle handle) { return queue_.cancel(handle); }
   // cancel(handle) then at(when, callback), cheaper (EventQueue::reschedule).
   EventQueue::Handle reschedule(EventQueue::Handle handle, Time when, Callback callback);
-  // EventQueue::begin_batch / end_batch: many at() and reschedule() calls, the queue ordered once.
-  void begin_batch() { queue_.begin_batch(); }
-  void end_batch() { queue_.end_batch(); }
-  // Events in the cancellable heap (what end_batch() reorders).
-  size_t heap_size() const { return queue_.heap_size(); }
   // `callback` runs once every event due at now() has run, before time moves on (and before any event
   // it schedules at now()): the end of the current instant. One at a time: a second defer() before it
   // has run is refused. The flow model re-solves its rates there once per instant, for every flow that

@@ -314,26 +314,6 @@ void FlowNetwork::reshare(std::span<const int32_t> changed) {
     set_rate(id, lone_rate(id));
     return;
   }
-  // Many flows re-solved at once (a results gather: P - 1 flows into one link, re-solved as each comes
-  // and goes) move as many completion events: then the event queue reorders its heap once, after the
-  // last (Engine::begin_batch; the same events in the same order), instead of sifting each. Sifting
-  // one costs about kArity x log4(heap) comparisons and the batch about 2 x kArity per event of the
-  // heap, so the batch pays off from about a tenth of the heap.
-  struct Batch {
-    Engine* engine;
-    explicit Batch(Engine* e) : engine(e) {
-      if (engine != nullptr) engine->begin_batch();
-    }
-    ~Batch() {
-      if (engine != nullptr) engine->end_batch();
-    }
-    Batch(const Batch&) = delete;
-    Batch& operator=(const Batch&) = delete;
-  };
-  constexpr size_t kBatchFlows = 16;
-  const bool batch =
-      component_flows_.size() >= kBatchFlows && 10 * component_flows_.size() >= engine_.heap_size();
-  const Batch batched(batch ? &engine_ : nullptr);
   if (const double level = sole_bottleneck_level(); level > 0) {
     for (int32_t id : component_flows_)
       set_rate(id, level);

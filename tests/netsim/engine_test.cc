@@ -290,82 +290,97 @@ TEST(Engine, RescheduledHeapEventsComeOutInTheSameOrderAsCancelledAndRescheduled
   EXPECT_GT(order_moved.size(), 500u);
 }
 
-TEST(Engine, ABatchOfReschedulesRunsTheEventsInTheOrderSiftingEachWould) {
-  // By hand: a at 10, b at 20, c at 30 (sequences 0, 1, 2); in one batch c moves to 5 (sequence 3), a
-  // to 20 (sequence 4), and d is scheduled at 5 (sequence 5). Ordered by (time, sequence): c (5, 3),
-  // d (5, 5), b (20, 1), a (20, 4).
-  {
-    Engine e;
-    std::vector<uint64_t> order;
-    const Callback::Fn record = [](void* o, uint64_t x) {
-      static_cast<std::vector<uint64_t>*>(o)->push_back(x);
-    };
-    auto a = e.at(Time::ns(10), Callback{record, &order, 0});
-    e.at(Time::ns(20), Callback{record, &order, 1});
-    auto c = e.at(Time::ns(30), Callback{record, &order, 2});
-    e.begin_batch();
-    c = e.reschedule(c, Time::ns(5), Callback{record, &order, 2});
-    a = e.reschedule(a, Time::ns(20), Callback{record, &order, 0});
-    e.at(Time::ns(5), Callback{record, &order, 3});
-    e.end_batch();
-    while (!e.idle())
-      e.step();
-    EXPECT_EQ(order, (std::vector<uint64_t>{2, 3, 1, 0}));
-  }
-  // At random: two engines get the same operations; one does runs of them as batches. Times are drawn
-  // from a narrow range, so that many events tie and only their sequences order them.
-  std::mt19937_64 rng(11);
-  Engine batched, sifted;
-  std::vector<uint64_t> order_batched, order_sifted;
+TEST(Engine, TheRadixQueueSpreadsABucketAndKeepsTiesInSchedulingOrder) {
+  // By hand, base 0: a at 12 (sequence 0), b at 9 (1), c at 12 (2), d at 8 (3). 12 = 0b1100 and
+  // 9 = 0b1001 and 8 = 0b1000 all differ from the base first in bit 3: all four share bucket 4. Taking
+  // d (the earliest) moves the base to 8: b (9 = 8 ^ 0b1) goes to bucket 1, a and c (12 = 8 ^ 0b100) to
+  // bucket 3. Then e is scheduled at 12 (sequence 4) and c is moved to 12 (sequence 5), after e; a
+  // cancelled event at 9 (f, sequence 6) leaves no trace. Order: d, b, a, e, c.
+  Engine e;
+  std::vector<uint64_t> order;
   const Callback::Fn record = [](void* o, uint64_t x) {
     static_cast<std::vector<uint64_t>*>(o)->push_back(x);
   };
-  std::vector<EventQueue::Handle> hb, hs;
-  uint64_t id = 0;
-  for (int round = 0; round < 400; ++round) {
-    const bool batch = rng() % 2 == 0;
-    if (batch) batched.begin_batch();
-    const uint64_t ops = 1 + rng() % 40;
-    for (uint64_t k = 0; k < ops; ++k, ++id) {
-      const Time at = batched.now() + Time::ns(static_cast<int64_t>(rng() % 4));
-      if (hb.empty() || rng() % 3 == 0) {
-        hb.push_back(batched.at(at, Callback{record, &order_batched, id}));
-        hs.push_back(sifted.at(at, Callback{record, &order_sifted, id}));
-      } else {
-        const size_t j = rng() % hb.size();
-        hb[j] = batched.reschedule(hb[j], at, Callback{record, &order_batched, id});
-        hs[j] = sifted.reschedule(hs[j], at, Callback{record, &order_sifted, id});
-      }
-    }
-    if (batch) batched.end_batch();
-    // Between batches: a few events run, and one may be cancelled.
-    if (rng() % 4 == 0 && !hb.empty()) {
-      const size_t j = rng() % hb.size();
-      EXPECT_EQ(batched.cancel(hb[j]), sifted.cancel(hs[j]));
-    }
-    for (uint64_t steps = rng() % 30; steps > 0 && !batched.idle(); --steps) {
-      batched.step();
-      sifted.step();
-    }
-  }
-  while (!batched.idle())
-    batched.step();
-  while (!sifted.idle())
-    sifted.step();
-  EXPECT_EQ(order_batched, order_sifted);
-  EXPECT_GT(order_batched.size(), 2000u);
+  e.at(Time::ns(12), Callback{record, &order, 0});
+  e.at(Time::ns(9), Callback{record, &order, 1});
+  auto c = e.at(Time::ns(12), Callback{record, &order, 2});
+  e.at(Time::ns(8), Callback{record, &order, 3});
+  e.step();
+  EXPECT_EQ(order, (std::vector<uint64_t>{3}));
+  e.at(Time::ns(12), Callback{record, &order, 4});
+  c = e.reschedule(c, Time::ns(12), Callback{record, &order, 2});
+  EXPECT_TRUE(e.cancel(e.at(Time::ns(9), Callback{record, &order, 5})));
+  EXPECT_EQ(e.peek().argument, 1u);
+  while (!e.idle())
+    e.step();
+  EXPECT_EQ(order, (std::vector<uint64_t>{3, 1, 0, 4, 2}));
+  EXPECT_EQ(e.now(), Time::ns(12));
 }
 
-TEST(Engine, ABatchAllowsNoCancelOrStepInside) {
-  Engine e;
-  const auto h = e.at(Time::ns(10), [] {});
-  e.begin_batch();
-  EXPECT_THROW(e.cancel(h), InternalError);
-  EXPECT_THROW(e.step(), InternalError);
-  EXPECT_THROW(e.begin_batch(), InternalError);
-  e.end_batch();
-  EXPECT_THROW(e.end_batch(), InternalError);
-  EXPECT_TRUE(e.cancel(h));
+TEST(Engine, RandomSchedulesReschedulesAndCancelsRunInTheOrderOfASortedReference) {
+  // An Engine and a reference (a sorted set of (time, sequence, id)) get the same random operations:
+  // events at times near now (many ties, ordered by their sequences alone), far ahead (up to 2^40 ns,
+  // so that they pass through many buckets), and at now; moves earlier and later; cancels; and, between
+  // runs of steps, what peek() and next_time() show. Both must agree throughout.
+  for (const int64_t spread : {int64_t{4}, int64_t{1} << 12, int64_t{1} << 40}) {
+    std::mt19937_64 rng(static_cast<uint64_t>(spread));
+    Engine e;
+    std::vector<uint64_t> ran;
+    const Callback::Fn record = [](void* o, uint64_t x) {
+      static_cast<std::vector<uint64_t>*>(o)->push_back(x);
+    };
+    std::set<std::tuple<int64_t, uint64_t, uint64_t>> reference;  // (time, sequence, id)
+    std::vector<std::tuple<int64_t, uint64_t, uint64_t>> keys;    // by id, while pending
+    std::vector<EventQueue::Handle> handles;
+    std::vector<uint64_t> expected;
+    uint64_t sequence = 0;
+    const auto draw_time = [&] {
+      const uint64_t kind = rng() % 4;
+      if (kind == 0) return e.now();
+      const int64_t range = kind == 1 ? 4 : spread;
+      return e.now() + Time::ns(static_cast<int64_t>(rng() % static_cast<uint64_t>(range)));
+    };
+    for (int round = 0; round < 3000; ++round) {
+      const uint64_t op = rng() % 10;
+      if (op < 5 || handles.empty()) {
+        const Time at = draw_time();
+        const uint64_t id = handles.size();
+        handles.push_back(e.at(at, Callback{record, &ran, id}));
+        keys.emplace_back(at.nanoseconds(), sequence++, id);
+        reference.insert(keys.back());
+      } else {
+        const uint64_t id = rng() % handles.size();
+        const bool pending = reference.count(keys[id]) > 0;
+        if (op < 8) {  // moved (or, once it ran, scheduled anew under the same id)
+          const Time at = draw_time();
+          handles[id] = e.reschedule(handles[id], at, Callback{record, &ran, id});
+          reference.erase(keys[id]);
+          keys[id] = {at.nanoseconds(), sequence++, id};
+          reference.insert(keys[id]);
+        } else {
+          EXPECT_EQ(e.cancel(handles[id]), pending);
+          reference.erase(keys[id]);
+        }
+      }
+      if (!reference.empty()) {
+        EXPECT_EQ(e.next_time().nanoseconds(), std::get<0>(*reference.begin()));
+        EXPECT_EQ(e.peek().argument, std::get<2>(*reference.begin()));
+      }
+      for (uint64_t steps = rng() % 3; steps > 0 && !reference.empty(); --steps) {
+        expected.push_back(std::get<2>(*reference.begin()));
+        reference.erase(reference.begin());
+        e.step();
+      }
+    }
+    while (!reference.empty()) {
+      expected.push_back(std::get<2>(*reference.begin()));
+      reference.erase(reference.begin());
+    }
+    while (!e.idle())
+      e.step();
+    EXPECT_EQ(ran, expected) << "spread " << spread;
+    EXPECT_GT(ran.size(), 1000u);
+  }
 }
 
 // A deferred callback's order: what it records, and what it schedules at now().

@@ -183,9 +183,8 @@ TEST(FlowModel, AWideGatherOfUnequalSizesFinishesInProcessorSharingSteps) {
   // moved j x 1000 bytes, so the step from flow j - 1's end to flow j's is 1000 more bytes for each of
   // the 33 - j flows left: 1000 x (33 - j) ns. Flow k therefore ends at
   //   L + 1000 x sum_{j=1..k} (33 - j) = 1000 + 1000 x k x (65 - k) / 2 ns
-  // (flow 1 at 33'000 ns, flow 32 at 529'000 ns). Each arrival re-solves up to 31 flows at once, which
-  // is what the event queue's batch (Engine::begin_batch) reorders: a wrong order would end the wrong
-  // flow first.
+  // (flow 1 at 33'000 ns, flow 32 at 529'000 ns). Each arrival re-solves up to 31 flows at once and
+  // moves as many completions in the event queue: a wrong order would end the wrong flow first.
   constexpr int kSenders = 32;
   const ClusterSpec spec = hosts_spec(kSenders + 1);
   std::vector<Time> done(static_cast<size_t>(kSenders + 1));
