@@ -8,26 +8,6 @@
 
 namespace bagua {
 
-size_t size_of(DType t) {
-  switch (t) {
-    case DType::kF32:
-      return 4;
-    case DType::kF64:
-      return 8;
-    case DType::kF16:
-      return 2;
-    case DType::kBF16:
-      return 2;
-    case DType::kU8:
-      return 1;
-    case DType::kI32:
-      return 4;
-    case DType::kI64:
-      return 8;
-  }
-  return 1;
-}
-
 std::string to_string(DType t) {
   switch (t) {
     case DType::kF32:
@@ -460,12 +440,10 @@ const Space& meta_space() {
   return space;
 }
 
-BufferView BufferView::slice(size_t offset, size_t count) const {
+void BufferView::slice_out_of_range(size_t offset, size_t count) const {
   BAGUA_CHECK(offset <= count_ && count <= count_ - offset,
               "slice [" + std::to_string(offset) + ", +" + std::to_string(count) + ") of a buffer of " +
                   std::to_string(count_));
-  void* p = data_ ? static_cast<char*>(data_) + offset * size_of(dtype_) : nullptr;
-  return BufferView(p, count, dtype_, space_);
 }
 
 BufferView BufferView::reinterpret(DType t) const {

@@ -22,7 +22,23 @@
 namespace bagua {
 
 enum class DType : uint8_t { kF32, kF64, kF16, kBF16, kU8, kI32, kI64 };
-size_t size_of(DType t);
+// Bytes per element (inline: every view's byte count and slice asks it).
+constexpr size_t size_of(DType t) {
+  switch (t) {
+    case DType::kF32:
+    case DType::kI32:
+      return 4;
+    case DType::kF64:
+    case DType::kI64:
+      return 8;
+    case DType::kF16:
+    case DType::kBF16:
+      return 2;
+    case DType::kU8:
+      return 1;
+  }
+  return 1;
+}
 std::string to_string(DType t);
 
 template <class T>
@@ -104,7 +120,11 @@ class BufferView {
   void* data() const { return data_; }
 
   // Elements [offset, offset + count).
-  BufferView slice(size_t offset, size_t count) const;
+  BufferView slice(size_t offset, size_t count) const {
+    if (offset > count_ || count > count_ - offset) slice_out_of_range(offset, count);
+    void* p = data_ ? static_cast<char*>(data_) + offset * size_of(dtype_) : nullptr;
+    return BufferView(p, count, dtype_, space_);
+  }
   // The same bytes seen as another dtype (count adjusted; the byte size must divide).
   BufferView reinterpret(DType t) const;
 
@@ -118,6 +138,8 @@ class BufferView {
   }
 
  private:
+  // slice()'s error (out of line: the check inline, its message not).
+  void slice_out_of_range(size_t offset, size_t count) const;
   void* data_ = nullptr;
   size_t count_ = 0;
   DType dtype_ = DType::kF32;

@@ -500,17 +500,7 @@ int SimTransport::host_of(int rank) const {
   return world_.topology.host_of(world_rank(rank));
 }
 
-MatchKey SimTransport::send_key(int dst, Tag tag) const {
-  check_peer(dst, "isend");
-  return {group_, world_rank(rank_), world_rank(dst), tag};
-}
-
-MatchKey SimTransport::receive_key(int src, Tag tag) const {
-  check_peer(src, "irecv");
-  return {group_, world_rank(src), world_rank(rank_), tag};
-}
-
-void SimTransport::check_peer(int peer, const char* what) const {
+void SimTransport::peer_out_of_range(int peer, const char* what) const {
   BAGUA_CHECK(peer >= 0 && peer < size(), std::string(what) + ": rank " + std::to_string(peer) +
                                               " outside a group of " + std::to_string(size()));
 }

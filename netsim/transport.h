@@ -271,11 +271,20 @@ class SimTransport final : public Transport,
   int world_rank(int rank) const {
     return members_.empty() ? rank : members_[static_cast<size_t>(rank)];
   }
-  void check_peer(int peer, const char* what) const;
+  void check_peer(int peer, const char* what) const {
+    if (peer < 0 || peer >= size()) peer_out_of_range(peer, what);
+  }
+  void peer_out_of_range(int peer, const char* what) const;  // check_peer's error
   // The mailbox's key of a message from this rank to group rank `dst` (checked), and of one from `src`
   // to this rank.
-  MatchKey send_key(int dst, Tag tag) const;
-  MatchKey receive_key(int src, Tag tag) const;
+  MatchKey send_key(int dst, Tag tag) const {
+    check_peer(dst, "isend");
+    return {group_, world_rank(rank_), world_rank(dst), tag};
+  }
+  MatchKey receive_key(int src, Tag tag) const {
+    check_peer(src, "irecv");
+    return {group_, world_rank(src), world_rank(rank_), tag};
+  }
 
   World& world_;
   uint64_t group_;

@@ -19,11 +19,12 @@ ChunkRange chunk_range(size_t count, int parts, int i) {
 
 Chunking::Chunking(const BufferView& data, int parts) : data_(data), parts_(parts) {
   BAGUA_CHECK(parts >= 1, "Chunking: parts = " + std::to_string(parts));
+  base_ = data.count() / static_cast<size_t>(parts);
+  larger_ = data.count() % static_cast<size_t>(parts);
 }
 
-BufferView Chunking::chunk(int i) const {
-  const ChunkRange r = range(i);
-  return data_.slice(r.offset, r.count);
+void Chunking::out_of_range(int i) const {
+  chunk_range(data_.count(), parts_, i);  // throws its error for chunk i
 }
 
 BufferView Chunking::chunks(int first, int n) const {

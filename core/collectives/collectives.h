@@ -68,6 +68,7 @@
 // one more step, the root sending to its leader.)
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -98,17 +99,28 @@ class Chunking {
  public:
   Chunking(const BufferView& data, int parts);
   int parts() const { return parts_; }
-  ChunkRange range(int i) const { return chunk_range(data_.count(), parts_, i); }
+  // chunk_range(data.count(), parts, i), with the divisions done once (every step of a ring asks).
+  ChunkRange range(int i) const {
+    if (i < 0 || i >= parts_) out_of_range(i);
+    const auto index = static_cast<size_t>(i);
+    return {index * base_ + std::min(index, larger_), base_ + (index < larger_ ? 1 : 0)};
+  }
   // Chunk i.
-  BufferView chunk(int i) const;
+  BufferView chunk(int i) const {
+    const ChunkRange r = range(i);
+    return data_.slice(r.offset, r.count);
+  }
   // Chunks [first, first + n), which are contiguous.
   BufferView chunks(int first, int n) const;
   // Elements in the largest chunk: ceil(count / parts).
   size_t max_count() const;
 
  private:
+  void out_of_range(int i) const;  // range()'s error
   BufferView data_;
   int parts_;
+  size_t base_;    // elements in a chunk, at least
+  size_t larger_;  // the first `larger_` chunks hold base_ + 1
 };
 
 // a mod n in [0, n) for n > 0: a place on a ring of n ranks, whatever the sign of a.
