@@ -65,7 +65,7 @@ void FlowNetwork::start(const Route& route, Bytes bytes, Callback done,
   BAGUA_CHECK(bytes.count() >= 0, "flow of negative size " + std::to_string(bytes.count()));
   const int32_t id = allocate_flow();
   Flow& f = flows_[static_cast<size_t>(id)];
-  f.route = route;
+  f.route_links = route.links.size();
   const bool between_hosts = hosts.src != FlowHosts::kWithinHost && hosts.src != hosts.dst;
   f.constraints.clear();
   for (const int32_t link : route.links)
@@ -183,17 +183,16 @@ void FlowNetwork::enter_transfer(int32_t id) {
   Flow& f = flows_[static_cast<size_t>(id)];
   if (f.tcp >= 0) keys_[static_cast<size_t>(id)].cap = tcp_join(id);
   f.updated = engine_.now();
-  f.position.assign(static_cast<int>(f.constraints.size()), 0);
-  for (size_t i = 0; i < f.constraints.size(); ++i) {
-    auto& on_link = active_[static_cast<size_t>(f.constraints[i])];
-    f.position[static_cast<int>(i)] = static_cast<int32_t>(on_link.size());
-    on_link.push_back(id);
-    if (f.constraints[i] < ceiling_base_) shadow_enter(f, f.constraints[i]);
-  }
+  f.position.clear();
   // Alone on every constraint, the flow is a component by itself (what reshare() would find).
   bool alone = true;
-  for (int32_t c : f.constraints)
-    alone = alone && active_[static_cast<size_t>(c)].size() == 1;
+  for (const int32_t c : f.constraints) {
+    auto& on_link = active_[static_cast<size_t>(c)];
+    f.position.push_back(static_cast<int32_t>(on_link.size()));
+    on_link.push_back(id);
+    alone = alone && on_link.size() == 1;
+    if (c < ceiling_base_) shadow_enter(f, c);
+  }
   if (alone)
     set_rate(id, lone_rate(id));
   else
@@ -203,7 +202,6 @@ void FlowNetwork::enter_transfer(int32_t id) {
 
 void FlowNetwork::complete(int32_t id) {
   Flow& f = flows_[static_cast<size_t>(id)];
-  const Route& route = f.route;  // stays until done() (no flow is started before)
   const bool transferring = f.rate > 0;
   const bool on_tcp = f.tcp >= 0;
   const int32_t connection = f.connection;
@@ -211,6 +209,8 @@ void FlowNetwork::complete(int32_t id) {
   const int32_t successor = connection >= 0 ? connections_[static_cast<size_t>(connection)].head : -1;
   const bool handed_over = transferring && connection >= 0 && hand_over(id);
   if (transferring && f.tcp >= 0) tcp_leave(id, handed_over ? successor : -1);
+  // Links left empty join no component: reshare() would find no flow to re-solve.
+  bool others = false;
   if (transferring && !handed_over) {
     // Leave every constraint: swap-remove, fixing the moved flow's position.
     for (size_t i = 0; i < f.constraints.size(); ++i) {
@@ -220,6 +220,7 @@ void FlowNetwork::complete(int32_t id) {
       const int32_t moved = on_link.back();
       on_link[pos] = moved;
       on_link.pop_back();
+      others = others || !on_link.empty();
       if (static_cast<int>(link) < ceiling_base_) shadow_leave(f, static_cast<int32_t>(link));
       if (moved != id) {
         Flow& m = flows_[static_cast<size_t>(moved)];
@@ -228,22 +229,16 @@ void FlowNetwork::complete(int32_t id) {
             m.position[static_cast<int>(j)] = static_cast<int32_t>(pos);
       }
     }
-    changed_.assign(f.constraints.begin(), f.constraints.end());
+    if (others) changed_.assign(f.constraints.begin(), f.constraints.end());
   }
-  for (const int32_t link : route.links)
-    carried_[static_cast<size_t>(link)] += f.bytes;
+  for (int i = 0; i < f.route_links; ++i)
+    carried_[static_cast<size_t>(f.constraints[i])] += f.bytes;
   const Callback done = f.done;
   const std::shared_ptr<void> keep_alive = std::move(f.keep_alive);
   f.completion = EventQueue::kNoEvent;
   f.connection = -1;
   free_flows_.push_back(id);
-  if (transferring && !handed_over) {
-    // Links left empty join no component: reshare() would find no flow to re-solve.
-    bool others = false;
-    for (int32_t c : changed_)
-      others = others || !active_[static_cast<size_t>(c)].empty();
-    if (others) reshare_for(on_tcp, changed_);
-  }
+  if (others) reshare_for(on_tcp, changed_);
   if (connection >= 0 && !handed_over) release(connection);
   done();
 }

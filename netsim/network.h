@@ -132,7 +132,7 @@ class FlowNetwork {
     EventQueue::Handle completion = EventQueue::kNoEvent;
     Constraints constraints;
     int64_t bytes = 0;
-    Route route;
+    int32_t route_links = 0;     // the first route_links constraints are its route's links
     LinkList<int32_t> position;  // index in each constraint's active list
     Callback done;
     std::shared_ptr<void> keep_alive;
