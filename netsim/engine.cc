@@ -185,11 +185,12 @@ EventQueue::Entry EventQueue::take(const Entry* e) {
     for (const Entry& x : spread_)
       add(x);
     spread_.clear();
-    // Bucket 0 in sequence order: what spread into it was in no order.
+    // Bucket 0 in sequence order. What spread into it is in the order its bucket held it: the order
+    // of scheduling unless a move or cancel swapped an entry out of place.
     std::vector<Entry>& front = buckets_[0];
-    if (front.size() > 1) {
-      std::sort(front.begin(), front.end(),
-                [](const Entry& x, const Entry& y) { return x.sequence < y.sequence; });
+    const auto by_sequence = [](const Entry& x, const Entry& y) { return x.sequence < y.sequence; };
+    if (!std::is_sorted(front.begin(), front.end(), by_sequence)) {
+      std::sort(front.begin(), front.end(), by_sequence);
       for (size_t i = 0; i < front.size(); ++i)
         slots_[front[i].slot].index = static_cast<int32_t>(i);
     }
