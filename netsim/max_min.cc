@@ -71,22 +71,6 @@ MaxMinSolver::Entry MaxMinSolver::pop() {
   return top;
 }
 
-void MaxMinSolver::freeze(int flow, double rate) {
-  frozen_[static_cast<size_t>(flow)] = 1;
-  ++frozen_count_;
-  rate_[static_cast<size_t>(flow)] = rate;
-  for (int32_t i = flow_begin_[static_cast<size_t>(flow)];
-       i < flow_begin_[static_cast<size_t>(flow) + 1]; ++i) {
-    const auto l = static_cast<size_t>(flow_links_[static_cast<size_t>(i)]);
-    remaining_[l] = std::max(0.0, remaining_[l] - rate);
-    --unfrozen_[l];
-    if (!is_touched_[l]) {
-      is_touched_[l] = 1;
-      touched_.push_back(static_cast<int32_t>(l));
-    }
-  }
-}
-
 void MaxMinSolver::rekey_touched() {
   for (const int32_t link : touched_) {
     const auto l = static_cast<size_t>(link);
@@ -106,10 +90,30 @@ void MaxMinSolver::rekey_touched() {
   touched_.clear();
 }
 
+struct MaxMinSolver::Built {
+  const MaxMinSolver& s;
+  size_t links() const { return s.capacity_.size(); }
+  size_t flows() const { return s.cap_.size(); }
+  double capacity(size_t l) const { return s.capacity_[l]; }
+  double cap(size_t f) const { return s.cap_[f]; }
+  size_t flows_on(size_t l) const {
+    return static_cast<size_t>(s.link_begin_[l + 1] - s.link_begin_[l]);
+  }
+  template <class Fn>
+  void each_flow_on(size_t l, Fn&& fn) const {
+    for (int32_t k = s.link_begin_[l]; k < s.link_begin_[l + 1]; ++k)
+      fn(static_cast<size_t>(s.link_flows_[static_cast<size_t>(k)]));
+  }
+  template <class Fn>
+  void each_link_of(size_t f, Fn&& fn) const {
+    for (int32_t i = s.flow_begin_[f]; i < s.flow_begin_[f + 1]; ++i)
+      fn(static_cast<size_t>(s.flow_links_[static_cast<size_t>(i)]));
+  }
+};
+
 const std::vector<double>& MaxMinSolver::solve() {
   const size_t n_links = capacity_.size();
   const size_t n_flows = cap_.size();
-
   // Links -> flows, in flow order.
   link_begin_.assign(n_links + 1, 0);
   for (int32_t l : flow_links_)
@@ -117,79 +121,13 @@ const std::vector<double>& MaxMinSolver::solve() {
   for (size_t l = 0; l < n_links; ++l)
     link_begin_[l + 1] += link_begin_[l];
   link_flows_.resize(flow_links_.size());
-  std::vector<int32_t>& fill = unfrozen_;  // borrowed as insertion cursors, reset below
+  std::vector<int32_t>& fill = unfrozen_;  // borrowed as insertion cursors (solve(System) resets it)
   fill.assign(link_begin_.begin(), link_begin_.end() - 1);
   for (size_t f = 0; f < n_flows; ++f)
     for (int32_t i = flow_begin_[f]; i < flow_begin_[f + 1]; ++i)
       link_flows_[static_cast<size_t>(
           fill[static_cast<size_t>(flow_links_[static_cast<size_t>(i)])]++)] = static_cast<int32_t>(f);
-
-  remaining_.assign(capacity_.begin(), capacity_.end());
-  unfrozen_.resize(n_links);
-  for (size_t l = 0; l < n_links; ++l)
-    unfrozen_[l] = link_begin_[l + 1] - link_begin_[l];
-  frozen_.assign(n_flows, 0);
-  frozen_count_ = 0;
-  is_touched_.assign(n_links, 0);
-  touched_.clear();
-  rate_.assign(n_flows, kUncapped);
-
-  heap_.clear();
-  position_.assign(n_links + n_flows, -1);
-  for (size_t l = 0; l < n_links; ++l)
-    if (unfrozen_[l] > 0) heap_.push_back({remaining_[l] / unfrozen_[l], static_cast<int32_t>(l)});
-  // A flow's cap matters only below the capacity of each of its links: every level a link has is at
-  // most its capacity (remaining <= capacity, at least one unfrozen flow), so while the flow is
-  // unfrozen one of its links has a key below the cap (or equal, and links pop first), and the flow
-  // freezes there first; its cap's entry would only ever be skipped.
-  for (size_t f = 0; f < n_flows; ++f) {
-    if (cap_[f] == kUncapped) continue;
-    double lowest_capacity = kUncapped;
-    for (int32_t i = flow_begin_[f]; i < flow_begin_[f + 1]; ++i)
-      lowest_capacity = std::min(lowest_capacity,
-                                 capacity_[static_cast<size_t>(flow_links_[static_cast<size_t>(i)])]);
-    if (cap_[f] < lowest_capacity) heap_.push_back({cap_[f], static_cast<int32_t>(n_links + f)});
-  }
-  for (size_t at = 0; at < heap_.size(); ++at)
-    position_[static_cast<size_t>(heap_[at].item)] = static_cast<int32_t>(at);
-  for (size_t at = (heap_.size() + kArity - 1) / kArity; at-- > 0;)
-    sift_down(at);
-
-  while (frozen_count_ < n_flows && !heap_.empty()) {
-    // A link's key is at most its level (rekey_touched): a key below its link's level is stale, and
-    // the top's key is re-keyed until it is its level. Then the top is the least (level, item) of
-    // all: every other entry's level is at least its key.
-    if (const Entry& top = heap_.front(); static_cast<size_t>(top.item) < n_links) {
-      const auto l = static_cast<size_t>(top.item);
-      if (unfrozen_[l] == 0) {  // every flow on it froze elsewhere
-        pop();
-        continue;
-      }
-      if (const double level = remaining_[l] / unfrozen_[l]; level != top.level) {
-        heap_.front().level = level;
-        sift_down(0);
-        continue;
-      }
-    }
-    const Entry e = pop();
-    if (static_cast<size_t>(e.item) >= n_links) {  // a flow's cap
-      const int flow = e.item - static_cast<int>(n_links);
-      if (!frozen_[static_cast<size_t>(flow)]) {
-        freeze(flow, e.level);
-        rekey_touched();
-      }
-      continue;
-    }
-    // A link: every flow still unfrozen on it freezes at its level.
-    const auto i = static_cast<size_t>(e.item);
-    for (int32_t k = link_begin_[i]; k < link_begin_[i + 1]; ++k) {
-      const int32_t f = link_flows_[static_cast<size_t>(k)];
-      if (!frozen_[static_cast<size_t>(f)]) freeze(f, e.level);
-    }
-    rekey_touched();
-  }
-  // Flows that cross no link and have no cap keep +infinity.
-  return rate_;
+  return solve(Built{*this});
 }
 
 }  // namespace bagua::netsim

@@ -28,6 +28,7 @@
 // bottleneck's flows are all frozen before the links they left are looked at (once each).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <span>
@@ -50,6 +51,18 @@ class MaxMinSolver {
   // system.
   const std::vector<double>& solve();
 
+  // The same for a system read in place instead of one built with add_link and add_flow (what
+  // FlowNetwork::reshare hands a component as, without copying it). `System` has, for links
+  // l < links() and flows f < flows() (the solver's indices, which break its ties):
+  //   size_t links(), flows();  double capacity(l), cap(f);  size_t flows_on(l);
+  //   each_flow_on(l, fn): fn(f) for every flow on link l, in any order;
+  //   each_link_of(f, fn): fn(l) for every link flow f crosses, each once.
+  // The order of a link's flows does not matter: a bottleneck's flows all freeze at its level, each
+  // taking that same amount off each of its other links, and the heap pops by (level, item) alone, so
+  // the rates are the same bits whatever it is (MaxMin.SystemsReadInPlaceGetTheTextbookRatesInAnyOrder).
+  template <class System>
+  const std::vector<double>& solve(const System& system);
+
  private:
   // Heap items: link l is item l, flow f's cap is item links() + f, so that ordering entries by
   // (level, item) is ordering them by (level, kind, index).
@@ -70,7 +83,10 @@ class MaxMinSolver {
   Entry pop();
   // Freezes `flow` at `rate`, taking it off its links; the links it leaves with unfrozen flows are
   // listed in touched_ (once each) for rekey_touched().
-  void freeze(int flow, double rate);
+  template <class System>
+  void freeze(const System& system, size_t flow, double rate);
+  // The system built with add_link and add_flow, as solve(System) reads one.
+  struct Built;
   // Every touched link's entry whose level fell below its key gets its level (one that rose is left
   // stale for solve()).
   void rekey_touched();
@@ -83,7 +99,7 @@ class MaxMinSolver {
   std::vector<int32_t> flow_links_;
   // Scratch, reused between solves.
   std::vector<int32_t> link_begin_;  // link l carries link_flows_[link_begin_[l] .. link_begin_[l + 1])
-  std::vector<int32_t> link_flows_;
+  std::vector<int32_t> link_flows_;  // (for the built system)
   std::vector<double> remaining_;
   std::vector<int32_t> unfrozen_;
   std::vector<uint8_t> frozen_;
@@ -97,5 +113,92 @@ class MaxMinSolver {
   std::vector<Entry> heap_;
   std::vector<int32_t> position_;  // per item: its index in heap_, -1 when not there
 };
+
+template <class System>
+void MaxMinSolver::freeze(const System& system, size_t flow, double rate) {
+  frozen_[flow] = 1;
+  ++frozen_count_;
+  rate_[flow] = rate;
+  system.each_link_of(flow, [&](size_t l) {
+    remaining_[l] = std::max(0.0, remaining_[l] - rate);
+    --unfrozen_[l];
+    if (!is_touched_[l]) {
+      is_touched_[l] = 1;
+      touched_.push_back(static_cast<int32_t>(l));
+    }
+  });
+}
+
+template <class System>
+const std::vector<double>& MaxMinSolver::solve(const System& system) {
+  const size_t n_links = system.links();
+  const size_t n_flows = system.flows();
+  remaining_.resize(n_links);
+  unfrozen_.resize(n_links);
+  for (size_t l = 0; l < n_links; ++l) {
+    remaining_[l] = system.capacity(l);
+    unfrozen_[l] = static_cast<int32_t>(system.flows_on(l));
+  }
+  frozen_.assign(n_flows, 0);
+  frozen_count_ = 0;
+  is_touched_.assign(n_links, 0);
+  touched_.clear();
+  rate_.assign(n_flows, kUncapped);
+
+  heap_.clear();
+  position_.assign(n_links + n_flows, -1);
+  for (size_t l = 0; l < n_links; ++l)
+    if (unfrozen_[l] > 0) heap_.push_back({remaining_[l] / unfrozen_[l], static_cast<int32_t>(l)});
+  // A flow's cap matters only below the capacity of each of its links: every level a link has is at
+  // most its capacity (remaining <= capacity, at least one unfrozen flow), so while the flow is
+  // unfrozen one of its links has a key below the cap (or equal, and links pop first), and the flow
+  // freezes there first; its cap's entry would only ever be skipped.
+  for (size_t f = 0; f < n_flows; ++f) {
+    const double cap = system.cap(f);
+    if (cap == kUncapped) continue;
+    double lowest_capacity = kUncapped;
+    system.each_link_of(
+        f, [&](size_t l) { lowest_capacity = std::min(lowest_capacity, system.capacity(l)); });
+    if (cap < lowest_capacity) heap_.push_back({cap, static_cast<int32_t>(n_links + f)});
+  }
+  for (size_t at = 0; at < heap_.size(); ++at)
+    position_[static_cast<size_t>(heap_[at].item)] = static_cast<int32_t>(at);
+  for (size_t at = (heap_.size() + kArity - 1) / kArity; at-- > 0;)
+    sift_down(at);
+
+  while (frozen_count_ < n_flows && !heap_.empty()) {
+    // A link's key is at most its level (rekey_touched): a key below its link's level is stale, and
+    // the top's key is re-keyed until it is its level. Then the top is the least (level, item) of
+    // all: every other entry's level is at least its key.
+    if (const Entry& top = heap_.front(); static_cast<size_t>(top.item) < n_links) {
+      const auto l = static_cast<size_t>(top.item);
+      if (unfrozen_[l] == 0) {  // every flow on it froze elsewhere
+        pop();
+        continue;
+      }
+      if (const double level = remaining_[l] / unfrozen_[l]; level != top.level) {
+        heap_.front().level = level;
+        sift_down(0);
+        continue;
+      }
+    }
+    const Entry e = pop();
+    if (static_cast<size_t>(e.item) >= n_links) {  // a flow's cap
+      const size_t flow = static_cast<size_t>(e.item) - n_links;
+      if (!frozen_[flow]) {
+        freeze(system, flow, e.level);
+        rekey_touched();
+      }
+      continue;
+    }
+    // A link: every flow still unfrozen on it freezes at its level.
+    system.each_flow_on(static_cast<size_t>(e.item), [&](size_t f) {
+      if (!frozen_[f]) freeze(system, f, e.level);
+    });
+    rekey_touched();
+  }
+  // Flows that cross no link and have no cap keep +infinity.
+  return rate_;
+}
 
 }  // namespace bagua::netsim

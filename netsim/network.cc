@@ -37,6 +37,7 @@ int32_t FlowNetwork::allocate_flow() {
   flows_.emplace_back();
   keys_.emplace_back();
   flow_mark_.push_back(0);
+  flow_local_.push_back(-1);
   return static_cast<int32_t>(flows_.size() - 1);
 }
 
@@ -278,6 +279,28 @@ void FlowNetwork::reshare_pending_event(void* network, uint64_t) {
   n.reshare(n.pending_solved_);
 }
 
+// A component as MaxMinSolver::solve(System) reads it: solver link l is solver_links_[l], solver flow
+// f is component_flows_[f].
+struct FlowNetwork::Component {
+  const FlowNetwork& n;
+  size_t links() const { return n.solver_links_.size(); }
+  size_t flows() const { return n.component_flows_.size(); }
+  double capacity(size_t l) const { return n.capacity_[static_cast<size_t>(n.solver_links_[l])]; }
+  double cap(size_t f) const { return n.keys_[static_cast<size_t>(n.component_flows_[f])].cap; }
+  size_t flows_on(size_t l) const { return n.active_[static_cast<size_t>(n.solver_links_[l])].size(); }
+  template <class Fn>
+  void each_flow_on(size_t l, Fn&& fn) const {
+    for (const int32_t id : n.active_[static_cast<size_t>(n.solver_links_[l])])
+      fn(static_cast<size_t>(n.flow_local_[static_cast<size_t>(id)]));
+  }
+  template <class Fn>
+  void each_link_of(size_t f, Fn&& fn) const {
+    for (const int32_t c : n.constraints_of(n.component_flows_[f]))
+      if (const int32_t local = n.link_local_[static_cast<size_t>(c)]; local >= 0)
+        fn(static_cast<size_t>(local));
+  }
+};
+
 void FlowNetwork::reshare(std::span<const int32_t> changed) {
   // Collect the component(s): breadth-first over links, in a deterministic order (the order flows sit
   // on each link's list is itself the deterministic result of earlier insertions and removals).
@@ -314,23 +337,21 @@ void FlowNetwork::reshare(std::span<const int32_t> changed) {
       set_rate(id, level);
     return;
   }
-  solver_.clear();
+  // The solver reads the component in place (Component): its links with flows, less those a ceiling
+  // shadows, numbered in component_links_ order, and its flows in component_flows_ order.
+  solver_links_.clear();
   for (int32_t l : component_links_) {
     if (active_[static_cast<size_t>(l)].empty()) continue;  // a link the finished flow alone used
     if (shadowed_by_ceiling(l)) {
       link_local_[static_cast<size_t>(l)] = -1;
       continue;
     }
-    link_local_[static_cast<size_t>(l)] = solver_.add_link(capacity_[static_cast<size_t>(l)]);
+    link_local_[static_cast<size_t>(l)] = static_cast<int32_t>(solver_links_.size());
+    solver_links_.push_back(l);
   }
-  for (int32_t id : component_flows_) {
-    local_.clear();
-    for (int32_t c : constraints_of(id))
-      if (const int32_t local = link_local_[static_cast<size_t>(c)]; local >= 0)
-        local_.push_back(local);
-    solver_.add_flow(local_, keys_[static_cast<size_t>(id)].cap);
-  }
-  const std::vector<double>& rates = solver_.solve();
+  for (size_t k = 0; k < component_flows_.size(); ++k)
+    flow_local_[static_cast<size_t>(component_flows_[k])] = static_cast<int32_t>(k);
+  const std::vector<double>& rates = solver_.solve(Component{*this});
   for (size_t k = 0; k < component_flows_.size(); ++k)
     set_rate(component_flows_[k], rates[k]);
 }

@@ -290,10 +290,12 @@ class FlowNetwork {
   // Component search and solver scratch.
   uint64_t epoch_ = 0;
   std::vector<uint64_t> link_mark_;
-  std::vector<int32_t> link_local_;  // a marked link's index in the solver
+  std::vector<int32_t> link_local_;  // a marked link's index in the solver, -1: left out
+  std::vector<int32_t> flow_local_;  // a component flow's index in the solver (component_flows_)
   std::vector<int32_t> component_links_;
   std::vector<int32_t> component_flows_;
-  std::vector<int> local_;  // a flow's constraints as solver indices
+  std::vector<int32_t> solver_links_;  // the solver's links: component links with flows, unshadowed
+  struct Component;                    // the component as the solver reads it (network.cc)
   MaxMinSolver solver_;
 };
 

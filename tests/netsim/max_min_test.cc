@@ -326,5 +326,77 @@ TEST(MaxMin, LargeRandomSystemsGetExactlyTheTextbookRates) {
   EXPECT_GT(expect_random_systems_textbook(7, 100, 300, 1500), 5000);
 }
 
+// A system read in place (MaxMinSolver::solve(System)) whose links list their flows, and flows their
+// links, in a shuffled order.
+struct ShuffledSystem {
+  std::vector<double> capacity_of, cap_of;
+  std::vector<std::vector<int>> links_of;  // per flow
+  std::vector<std::vector<int>> flows_of;  // per link
+  size_t links() const { return capacity_of.size(); }
+  size_t flows() const { return cap_of.size(); }
+  double capacity(size_t l) const { return capacity_of[l]; }
+  double cap(size_t f) const { return cap_of[f]; }
+  size_t flows_on(size_t l) const { return flows_of[l].size(); }
+  template <class Fn>
+  void each_flow_on(size_t l, Fn&& fn) const {
+    for (int f : flows_of[l])
+      fn(static_cast<size_t>(f));
+  }
+  template <class Fn>
+  void each_link_of(size_t f, Fn&& fn) const {
+    for (int l : links_of[f])
+      fn(static_cast<size_t>(l));
+  }
+};
+
+TEST(MaxMin, SystemsReadInPlaceGetTheTextbookRatesInAnyOrder) {
+  // What FlowNetwork hands the solver: its links' flow lists in the order flows came and went, not
+  // in the solver's flow order. 2000 random systems as in RandomSystemsGetExactlyTheTextbookRates
+  // (tied levels among them), each link's flows and each flow's links shuffled: every rate must be
+  // the textbook form's, bit for bit. The solver's own built systems are solved the same way.
+  std::mt19937_64 rng(5);
+  const double kValues[] = {1, 2, 3, 4.5, 10, 1e9 / 3};
+  int reordered = 0;
+  for (int system = 0; system < 2000; ++system) {
+    const int links = 1 + static_cast<int>(rng() % 12);
+    const int flows = 1 + static_cast<int>(rng() % 40);
+    const bool round_values = rng() % 2 == 0;
+    const auto value = [&] {
+      return round_values ? kValues[rng() % 6]
+                          : 0.5 + std::uniform_real_distribution<double>(0, 100)(rng);
+    };
+    ShuffledSystem in_place;
+    std::vector<std::vector<int>> routes;
+    for (int l = 0; l < links; ++l)
+      in_place.capacity_of.push_back(value());
+    in_place.flows_of.resize(static_cast<size_t>(links));
+    for (int f = 0; f < flows; ++f) {
+      std::vector<int> all(static_cast<size_t>(links));
+      for (int l = 0; l < links; ++l)
+        all[static_cast<size_t>(l)] = l;
+      std::shuffle(all.begin(), all.end(), rng);
+      all.resize(std::min<size_t>(all.size(), 1 + rng() % 4));
+      routes.push_back(all);
+      in_place.cap_of.push_back(rng() % 3 == 0 ? value() : MaxMinSolver::kUncapped);
+      for (int l : all)
+        in_place.flows_of[static_cast<size_t>(l)].push_back(f);
+    }
+    in_place.links_of = routes;
+    for (auto& on_link : in_place.flows_of) {
+      const std::vector<int> before = on_link;
+      std::shuffle(on_link.begin(), on_link.end(), rng);
+      reordered += on_link != before;
+    }
+    for (auto& route : in_place.links_of)
+      std::shuffle(route.begin(), route.end(), rng);
+    const std::vector<double> expected =
+        textbook_max_min(in_place.capacity_of, routes, in_place.cap_of);
+    MaxMinSolver s;
+    EXPECT_EQ(s.solve(in_place), expected) << "system " << system;
+    if (::testing::Test::HasFailure()) break;
+  }
+  EXPECT_GT(reordered, 2000);  // the orders did differ from the solver's
+}
+
 }  // namespace
 }  // namespace bagua::netsim
