@@ -85,7 +85,7 @@ void FlowNetwork::start(const Route& route, Bytes bytes, Callback done,
   }
   f.bytes = bytes.count();
   f.remaining = static_cast<double>(bytes.count());
-  f.rate = 0;
+  f.rate = key.rate = 0;
   f.completion = EventQueue::kNoEvent;
   f.done = done;
   f.keep_alive = std::move(keep_alive);
@@ -158,7 +158,7 @@ bool FlowNetwork::hand_over(int32_t id) {
     n.position[at] = f.position[at];
   }
   n.updated = engine_.now();
-  n.rate = f.rate;
+  n.rate = keys_[static_cast<size_t>(next)].rate = f.rate;
   schedule_completion(next);
   return true;
 }
@@ -436,11 +436,13 @@ double FlowNetwork::lone_rate(int32_t id) const {
 }
 
 void FlowNetwork::set_rate(int32_t id, double rate) {
-  Flow& f = flows_[static_cast<size_t>(id)];
-  if (rate == f.rate) return;
+  double& mirrored = keys_[static_cast<size_t>(id)].rate;
+  if (rate == mirrored) return;  // most flows of a re-solved component: Flow is not touched
   BAGUA_CHECK(rate > 0 && std::isfinite(rate), "flow rate " + std::to_string(rate));
+  Flow& f = flows_[static_cast<size_t>(id)];
+  assert(mirrored == f.rate);
   bring_up_to_date(f);
-  f.rate = rate;
+  f.rate = mirrored = rate;
   schedule_completion(id);
 }
 

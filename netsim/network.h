@@ -104,18 +104,21 @@ class FlowNetwork {
   };
 
   // What a re-solve reads of every flow of a component, apart from the rest of Flow and dense: its
-  // cap and (up to kKeyConstraints of) its constraints, one cache line a flow (and its component
-  // search mark, flow_mark_, 8 bytes a flow). The search visits a flow once for each constraint it
-  // crosses (a flow between hosts of a fat tree: up to 8 links and 2 ceilings) and reads only the
-  // mark after the first; a solve then reads the constraints and cap of each. Within Flow (six cache
-  // lines) each visit was a cache miss: FlowNetwork::reshare was 24 to 44 % of BytePS's and QAdam's
-  // runs at 512 and 1024 ranks, most of it on those loads.
-  static constexpr int kKeyConstraints = 13;
+  // cap, its rate and (up to kKeyConstraints of) its constraints, one cache line a flow (and its
+  // component search mark, flow_mark_, 8 bytes a flow). The search visits a flow once for each
+  // constraint it crosses (a flow between hosts of a fat tree: up to 8 links and 2 ceilings) and
+  // reads only the mark after the first; a solve then reads the constraints and cap of each, and
+  // set_rate its rate, which most re-solves leave as it was. Within Flow (six cache lines) each visit
+  // was a cache miss: FlowNetwork::reshare was 24 to 44 % of BytePS's and QAdam's runs at 512 and
+  // 1024 ranks, most of it on those loads, and set_rate's read of Flow::rate 15 % of BytePS's at 4096.
+  static constexpr int kKeyConstraints = 11;
   struct alignas(64) FlowKey {
     double cap = 0;    // the window cap, bytes per second (+infinity for none)
+    double rate = 0;   // Flow::rate, mirrored (start, hand_over, set_rate write both)
     int32_t size = 0;  // constraints held in `ids`; -1: more than kKeyConstraints, in Flow's list
     std::array<int32_t, kKeyConstraints> ids{};
   };
+  static_assert(sizeof(FlowKey) == 64, "a flow's key is one cache line");
   // Flow `id`'s constraints, from its key where they fit.
   std::span<const int32_t> constraints_of(int32_t id) const {
     const FlowKey& k = keys_[static_cast<size_t>(id)];
