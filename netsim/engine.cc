@@ -86,12 +86,7 @@ void EventQueue::remove(uint32_t slot) {
   if (b == 0) {  // kept in order: marked, and passed over once it is at the front
     bucket[index].slot = kCancelled;
     --live_in_front_;
-    while (front_ < bucket.size() && bucket[front_].slot == kCancelled)
-      ++front_;
-    if (front_ == bucket.size()) {
-      bucket.clear();
-      front_ = 0;
-    }
+    pass_cancelled();
     return;
   }
   if (static_cast<int>(b) == found_bucket_) found_bucket_ = -1;
@@ -156,6 +151,16 @@ EventQueue::Handle EventQueue::reschedule(Handle handle, Time at, Callback callb
   return handle;
 }
 
+void EventQueue::pass_cancelled() {
+  std::vector<Entry>& front = buckets_[0];
+  while (front_ < front.size() && front[front_].slot == kCancelled)
+    ++front_;
+  if (front_ == front.size()) {  // nothing pending left in it
+    front.clear();
+    front_ = 0;
+  }
+}
+
 const EventQueue::Entry* EventQueue::earliest(const LaneEntry* lane) const {
   if (live_in_front_ > 0) return &buckets_[0][front_];  // never a cancelled entry (remove())
   if (occupied_ == 0) return nullptr;
@@ -199,12 +204,7 @@ EventQueue::Entry EventQueue::take(const Entry* e) {
   const Entry top = front[front_++];
   --live_in_front_;
   --in_buckets_;
-  while (front_ < front.size() && front[front_].slot == kCancelled)
-    ++front_;
-  if (front_ == front.size()) {
-    front.clear();
-    front_ = 0;
-  }
+  pass_cancelled();
   return top;
 }
 

@@ -161,6 +161,8 @@ class EventQueue {
   Handle insert(Time at, uint32_t slot);
   void add(const Entry& e);
   void remove(uint32_t slot);
+  // Moves bucket 0's front past cancelled entries, emptying the bucket when none is pending.
+  void pass_cancelled();
   // The earliest entry of the radix queue, nullptr when it is empty; `lane` (nullptr: none) is the
   // earliest lane front: when it is due before every bucket's floor the buckets are not searched, and
   // the result is then nullptr as well.

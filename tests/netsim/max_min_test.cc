@@ -75,6 +75,16 @@ std::vector<double> textbook_max_min(const std::vector<double>& capacity,
   return rate;
 }
 
+// A random route: 1 to 4 distinct links of `links`, in random order.
+std::vector<int> random_route(std::mt19937_64& rng, int links) {
+  std::vector<int> all(static_cast<size_t>(links));
+  for (int l = 0; l < links; ++l)
+    all[static_cast<size_t>(l)] = l;
+  std::shuffle(all.begin(), all.end(), rng);
+  all.resize(std::min<size_t>(all.size(), 1 + rng() % 4));
+  return all;
+}
+
 std::vector<double> solve(MaxMinSolver& s) {
   return s.solve();
 }
@@ -216,11 +226,7 @@ TEST(MaxMin, ALinkShadowedByAnotherChangesNoRate) {
       capacity.push_back(kValues[rng() % 8]);
     std::vector<std::vector<int>> routes;
     for (int f = 0; f < flows; ++f) {
-      std::vector<int> all(static_cast<size_t>(links));
-      for (int l = 0; l < links; ++l)
-        all[static_cast<size_t>(l)] = l;
-      std::shuffle(all.begin(), all.end(), rng);
-      all.resize(std::min<size_t>(all.size(), 1 + rng() % 4));
+      const std::vector<int> all = random_route(rng, links);
       routes.push_back(all);
       cap.push_back(rng() % 4 == 0 ? kValues[rng() % 8] : MaxMinSolver::kUncapped);
     }
@@ -292,11 +298,7 @@ int expect_random_systems_textbook(uint64_t seed, int systems, int max_links, in
     }
     std::vector<int> uses(static_cast<size_t>(links), 0);
     for (int f = 0; f < flows; ++f) {
-      std::vector<int> all(static_cast<size_t>(links));
-      for (int l = 0; l < links; ++l)
-        all[static_cast<size_t>(l)] = l;
-      std::shuffle(all.begin(), all.end(), rng);
-      all.resize(std::min<size_t>(all.size(), 1 + rng() % 4));
+      const std::vector<int> all = random_route(rng, links);
       for (int l : all)
         ++uses[static_cast<size_t>(l)];
       routes.push_back(all);
@@ -371,11 +373,7 @@ TEST(MaxMin, SystemsReadInPlaceGetTheTextbookRatesInAnyOrder) {
       in_place.capacity_of.push_back(value());
     in_place.flows_of.resize(static_cast<size_t>(links));
     for (int f = 0; f < flows; ++f) {
-      std::vector<int> all(static_cast<size_t>(links));
-      for (int l = 0; l < links; ++l)
-        all[static_cast<size_t>(l)] = l;
-      std::shuffle(all.begin(), all.end(), rng);
-      all.resize(std::min<size_t>(all.size(), 1 + rng() % 4));
+      const std::vector<int> all = random_route(rng, links);
       routes.push_back(all);
       in_place.cap_of.push_back(rng() % 3 == 0 ? value() : MaxMinSolver::kUncapped);
       for (int l : all)
