@@ -84,6 +84,9 @@ class EventQueue {
   Time next_time() const;
   // The callback of the earliest event, or a null one (none pending, or an Action).
   Callback peek() const;
+  // The callback of the earliest event posted with no delay (lane 0: the wake-ups), or a null one:
+  // due now, so it runs within the current instant, if not necessarily next. Cheaper than peek().
+  Callback peek_now_lane() const { return lanes_[0].empty() ? Callback{} : lanes_[0].front().callback; }
   // Removes the earliest event and advances now() to its time, which it returns; the event's callback
   // goes to `callback`, or, for an event scheduled as an Action, `callback.fn` is null and the action
   // is moved into `action`.
@@ -226,6 +229,8 @@ class Engine {
   Time next_time() const { return deferred() ? now() : queue_.next_time(); }
   // The callback the next step() will run, if it is one (for prefetching what it will touch).
   Callback peek() const { return deferred_due() ? deferred_ : queue_.peek(); }
+  // EventQueue::peek_now_lane: the earliest wake-up, a hint of what runs soon (for prefetching).
+  Callback peek_wake() const { return queue_.peek_now_lane(); }
   // Runs the earliest event (advancing now() to its time), or the deferred callback when no event is
   // left at now().
   void step();

@@ -288,7 +288,10 @@ void Fibers::resume(Fiber& f) {
 }
 
 void Fibers::prefetch_next() const {
-  const Callback next = engine_.peek();
+  // The earliest wake-up, which runs within this instant, rather than peek()'s exact next event, at
+  // a fraction of its cost; the exact next event (a sleep's end, say) when no wake-up is pending.
+  Callback next = engine_.peek_wake();
+  if (next.fn == nullptr) next = engine_.peek();
   if (next.fn != &Fibers::resume_event || next.object != this) return;
   const auto id = static_cast<size_t>(next.argument);
   __builtin_prefetch(fibers_[id].get());

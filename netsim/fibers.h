@@ -147,7 +147,7 @@ class Fibers {
   Callback resume_callback(const Fiber& f) {
     return {&Fibers::resume_event, this, static_cast<uint64_t>(f.id)};
   }
-  // If the next event resumes a fiber, asks the cache for that fiber's record and its topmost frames,
+  // If the next wake-up resumes a fiber, asks the cache for that fiber's record and its topmost frames,
   // which with thousands of fibers have long left the cache; the fiber about to run gives the memory
   // time to deliver them.
   void prefetch_next() const;
