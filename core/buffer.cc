@@ -428,16 +428,20 @@ class MetaSpace final : public Space {
   void fill(const BufferView&, double) const override {}
 };
 
+// Constant-initialized at namespace scope: no guard on each call, as a function's static would have
+// (host_space() is called for every BufferView default-constructed: the simulator's message and
+// receive records hold one each).
+constinit const HostSpace kHostSpace;
+constinit const MetaSpace kMetaSpace;
+
 }  // namespace
 
 const Space& host_space() {
-  static const HostSpace space;
-  return space;
+  return kHostSpace;
 }
 
 const Space& meta_space() {
-  static const MetaSpace space;
-  return space;
+  return kMetaSpace;
 }
 
 void BufferView::slice_out_of_range(size_t offset, size_t count) const {
