@@ -104,7 +104,7 @@ class Transport {
   void recv(const BufferView& data, int src, Tag tag) { irecv(data, src, tag)->wait(); }
   // Send to `dst` and receive from `src` concurrently (the step of every ring algorithm): irecv, then
   // isend, then wait for the send, then for the receive. A backend may do the same without the two
-  // requests (the simulator: SimTransport).
+  // requests.
   virtual void sendrecv(const BufferView& out, int dst, const BufferView& in, int src, Tag tag);
 
  protected:

@@ -192,7 +192,9 @@ class EventQueue {
   size_t in_buckets_ = 0;     // pending entries (bucket 0's cancelled ones not counted)
   size_t live_in_front_ = 0;  // of them in bucket 0
   // earliest()'s last search of a bucket: the bucket and the index of its earliest entry, until that
-  // bucket or a lower one changes (-1: none).
+  // bucket or a lower one changes (-1: none). pop() and peek() ask before every event while most
+  // events come from the lanes; without it the 1024-rank ring end to end took 29 % more
+  // instructions, rescanning the same bucket.
   mutable int found_bucket_ = -1;
   mutable size_t found_index_ = 0;
   std::vector<Entry> spread_;  // take()'s scratch

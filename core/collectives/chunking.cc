@@ -1,4 +1,3 @@
-#include <algorithm>
 #include <string>
 
 #include "core/check.h"
@@ -11,10 +10,7 @@ ChunkRange chunk_range(size_t count, int parts, int i) {
   BAGUA_CHECK(i >= 0 && i < parts,
               "chunk_range: chunk " + std::to_string(i) + " of " + std::to_string(parts));
   const size_t n = static_cast<size_t>(parts);
-  const size_t index = static_cast<size_t>(i);
-  const size_t base = count / n;
-  const size_t larger = count % n;  // the first `larger` chunks hold base + 1 elements
-  return {index * base + std::min(index, larger), base + (index < larger ? 1 : 0)};
+  return chunk_range_of(count / n, count % n, static_cast<size_t>(i));
 }
 
 Chunking::Chunking(const BufferView& data, int parts) : data_(data), parts_(parts) {

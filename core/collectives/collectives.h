@@ -93,6 +93,10 @@ struct ChunkRange {
 // Chunk i of `count` elements cut into `parts` chunks whose sizes differ by at most one, the first
 // (count % parts) chunks one element larger.
 ChunkRange chunk_range(size_t count, int parts, int i);
+// The same from count / parts (`base`) and count % parts (`larger`), for a valid chunk `index`.
+inline ChunkRange chunk_range_of(size_t base, size_t larger, size_t index) {
+  return {index * base + std::min(index, larger), base + (index < larger ? 1 : 0)};
+}
 
 // A buffer seen as `parts` chunks cut by chunk_range.
 class Chunking {
@@ -102,8 +106,7 @@ class Chunking {
   // chunk_range(data.count(), parts, i), with the divisions done once (every step of a ring asks).
   ChunkRange range(int i) const {
     if (i < 0 || i >= parts_) out_of_range(i);
-    const auto index = static_cast<size_t>(i);
-    return {index * base_ + std::min(index, larger_), base_ + (index < larger_ ? 1 : 0)};
+    return chunk_range_of(base_, larger_, static_cast<size_t>(i));
   }
   // Chunk i.
   BufferView chunk(int i) const {
