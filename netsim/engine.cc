@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <cstdlib>
 #include <utility>
 
 #include "core/check.h"
@@ -24,23 +25,10 @@ void EventQueue::Lane::grow() {
   head_ = 0;
 }
 
-uint32_t EventQueue::allocate_slot() {
-  if (!free_slots_.empty()) {
-    const uint32_t slot = free_slots_.back();
-    free_slots_.pop_back();
-    return slot;
-  }
+uint32_t EventQueue::new_slot() {
   BAGUA_CHECK(slots_.size() < UINT32_MAX, "event queue full");
   slots_.emplace_back();
   return static_cast<uint32_t>(slots_.size() - 1);
-}
-
-EventQueue::Handle EventQueue::schedule(Time at, Callback callback) {
-  const uint32_t slot = allocate_slot();
-  Slot& s = slots_[slot];
-  s.callback = callback;
-  s.is_action = false;
-  return insert(at, slot);
 }
 
 EventQueue::Handle EventQueue::schedule(Time at, Action action) {
@@ -104,24 +92,15 @@ EventQueue::EventQueue() {
 }
 
 EventQueue::Lane* EventQueue::lane_for(Time delay, bool open) {
-  if (delay == Time::zero()) return &lanes_[0];
-  for (Lane& l : lanes_)
-    if (l.delay() == delay) return &l;
+  for (size_t i = 1; i < lanes_.size(); ++i)
+    if (lanes_[i].delay() == delay) {
+      last_lane_ = i;
+      return &lanes_[i];
+    }
   if (!open || lanes_.size() == kMaxLanes + 1) return nullptr;
   lanes_.emplace_back(delay);
+  last_lane_ = lanes_.size() - 1;
   return &lanes_.back();
-}
-
-void EventQueue::post(Time at, Callback callback, bool recurring_delay) {
-  // A lane takes the event if its delay is exactly at - now: the lane's events were all posted at
-  // times <= now, so this one is due no earlier than any of them and has the largest sequence.
-  Lane* lane = lane_for(at - now_, recurring_delay);
-  if (lane == nullptr) {
-    schedule(at, callback);
-    return;
-  }
-  lane->push({at, next_sequence_++, callback});
-  ++in_lanes_;
 }
 
 bool EventQueue::cancel(Handle handle) {
@@ -136,7 +115,7 @@ bool EventQueue::cancel(Handle handle) {
   return true;
 }
 
-EventQueue::Handle EventQueue::reschedule(Handle handle, Time at, Callback callback) {
+EventQueue::Handle EventQueue::move(Handle handle, Time at, Callback callback) {
   const uint32_t slot = static_cast<uint32_t>(handle & 0xffffffffu);
   const uint32_t generation = static_cast<uint32_t>(handle >> 32);
   if (handle == kNoEvent || slot >= slots_.size() || slots_[slot].generation != generation ||
@@ -285,21 +264,15 @@ EventQueue::Handle Engine::at(Time when, EventQueue::Action action) {
   return queue_.schedule(when, std::move(action));
 }
 
-EventQueue::Handle Engine::at(Time when, Callback callback) {
+void Engine::in_the_past(Time when) const {
   BAGUA_CHECK(when >= now(),
               "event scheduled in the past: at " + to_string(when) + ", now " + to_string(now()));
-  return queue_.schedule(when, callback);
+  std::abort();  // not reached: the check fails
 }
 
-EventQueue::Handle Engine::reschedule(EventQueue::Handle handle, Time when, Callback callback) {
-  BAGUA_CHECK(when >= now(),
-              "event scheduled in the past: at " + to_string(when) + ", now " + to_string(now()));
-  return queue_.reschedule(handle, when, callback);
-}
-
-void Engine::post(Time delay, Callback callback, bool recurring) {
+void Engine::posted_in_the_past(Time delay) {
   BAGUA_CHECK(delay >= Time::zero(), "event posted in the past: delay " + to_string(delay));
-  queue_.post(now() + delay, callback, recurring);
+  std::abort();  // not reached: the check fails
 }
 
 void Engine::defer(Callback callback) {

@@ -67,18 +67,39 @@ class EventQueue {
   EventQueue();
 
   // `at` must not be before now(). Cancellable.
-  Handle schedule(Time at, Callback callback);
+  Handle schedule(Time at, Callback callback) {
+    const uint32_t slot = allocate_slot();
+    Slot& s = slots_[slot];
+    s.callback = callback;
+    s.is_action = false;
+    return insert(at, slot);
+  }
   Handle schedule(Time at, Action action);
   // Not cancellable: goes to the lane of its delay (at - now()) if there is one. `recurring_delay`: the
   // caller expects to post many events this far ahead, so a lane is opened for the delay if one is
   // still free.
-  void post(Time at, Callback callback, bool recurring_delay = false);
+  void post(Time at, Callback callback, bool recurring_delay = false) {
+    // A lane takes the event if its delay is exactly at - now: the lane's events were all posted at
+    // times <= now, so this one is due no earlier than any of them and has the largest sequence.
+    const Time delay = at - now_;
+    Lane* lane = delay == Time::zero()                 ? &lanes_[0]
+                 : lanes_[last_lane_].delay() == delay ? &lanes_[last_lane_]
+                                                       : lane_for(delay, recurring_delay);
+    if (lane == nullptr) {
+      schedule(at, callback);
+      return;
+    }
+    lane->push({at, next_sequence_++, callback});
+    ++in_lanes_;
+  }
   // Removes the event if it is still pending; returns whether it was.
   bool cancel(Handle handle);
   // cancel(handle) then schedule(at, callback), in one step: a pending event is moved (given the
   // sequence number schedule() would have given it, so that the order of events is the same) and
   // keeps its handle; otherwise the event is scheduled anew.
-  Handle reschedule(Handle handle, Time at, Callback callback);
+  Handle reschedule(Handle handle, Time at, Callback callback) {
+    return handle == kNoEvent ? schedule(at, callback) : move(handle, at, callback);
+  }
   bool empty() const { return size() == 0; }
   size_t size() const { return in_buckets_ + in_lanes_; }
   Time next_time() const;
@@ -159,8 +180,18 @@ class EventQueue {
   Time bucket_floor(size_t b) const {
     return Time::ns(static_cast<int64_t>(((base_ >> (b - 1)) + 1) << (b - 1)));
   }
+  // The lane of a delay other than zero (remembered in last_lane_), opened if `open` and one is free;
+  // nullptr if none.
   Lane* lane_for(Time delay, bool open);
-  uint32_t allocate_slot();
+  uint32_t allocate_slot() {
+    if (free_slots_.empty()) return new_slot();
+    const uint32_t slot = free_slots_.back();
+    free_slots_.pop_back();
+    return slot;
+  }
+  uint32_t new_slot();
+  // reschedule() of a handle that may be pending.
+  Handle move(Handle handle, Time at, Callback callback);
   Handle insert(Time at, uint32_t slot);
   void add(const Entry& e);
   void remove(uint32_t slot);
@@ -199,6 +230,7 @@ class EventQueue {
   mutable size_t found_index_ = 0;
   std::vector<Entry> spread_;  // take()'s scratch
   std::vector<Lane> lanes_;    // lanes_[0]: delay 0, always there
+  size_t last_lane_ = 0;       // the lane lane_for() found last (post() tries it first)
   size_t in_lanes_ = 0;
   Time now_;
   uint64_t next_sequence_ = 0;
@@ -209,7 +241,10 @@ class Engine {
  public:
   Time now() const { return queue_.now(); }
   EventQueue::Handle at(Time when, EventQueue::Action action);
-  EventQueue::Handle at(Time when, Callback callback);
+  EventQueue::Handle at(Time when, Callback callback) {
+    if (when < now()) in_the_past(when);
+    return queue_.schedule(when, callback);
+  }
   EventQueue::Handle after(Time delay, EventQueue::Action action) {
     return at(now() + delay, std::move(action));
   }
@@ -217,10 +252,16 @@ class Engine {
   // An event that will not be cancelled, `delay` from now. `recurring`: the caller posts events this
   // far ahead over and over (a route latency), so they get a first-in first-out lane of their own while
   // one is free. The order events run in is the same either way.
-  void post(Time delay, Callback callback, bool recurring = false);
+  void post(Time delay, Callback callback, bool recurring = false) {
+    if (delay < Time::zero()) posted_in_the_past(delay);
+    queue_.post(now() + delay, callback, recurring);
+  }
   bool cancel(EventQueue::Handle handle) { return queue_.cancel(handle); }
   // cancel(handle) then at(when, callback), cheaper (EventQueue::reschedule).
-  EventQueue::Handle reschedule(EventQueue::Handle handle, Time when, Callback callback);
+  EventQueue::Handle reschedule(EventQueue::Handle handle, Time when, Callback callback) {
+    if (when < now()) in_the_past(when);
+    return queue_.reschedule(handle, when, callback);
+  }
   // `callback` runs once every event due at now() has run, before time moves on (and before any event
   // it schedules at now()): the end of the current instant. One at a time: a second defer() before it
   // has run is refused. The flow model re-solves its rates there once per instant, for every flow that
@@ -244,6 +285,9 @@ class Engine {
   uint64_t events_processed() const { return processed_; }
 
  private:
+  // The errors of at() and reschedule(), and of post(), out of line.
+  [[noreturn]] void in_the_past(Time when) const;
+  [[noreturn]] static void posted_in_the_past(Time delay);
   bool deferred_due() const {
     return deferred() && (queue_.empty() || queue_.next_time() > now());
   }
