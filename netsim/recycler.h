@@ -49,7 +49,7 @@ class BlockLists {
   void* take(size_t size) {
     ++outstanding_;
     std::vector<void*>& list = list_for(size);
-    if (list.empty()) return ::operator new(block_size(size));
+    if (list.empty()) return fresh(size);
     void* p = list.back();
     list.pop_back();
     unpoison(p, block_size(size));
@@ -59,7 +59,7 @@ class BlockLists {
   void give(void* p, size_t size) {
     poison(p, block_size(size));
     list_for(size).push_back(p);
-    if (--outstanding_ == 0 && abandoned_) delete this;
+    if (--outstanding_ == 0 && abandoned_) destroy();
   }
   // The owner is done: the lists go once every block is back (at once if they all are).
   void abandon() {
@@ -72,6 +72,9 @@ class BlockLists {
   static constexpr size_t kLists = 128;  // sizes up to kStep * (kLists - 1); larger ones are rare
 
   BlockLists() = default;
+  // take()'s and give()'s rare paths, out of line so that the common ones inline where they are used.
+  [[gnu::noinline]] static void* fresh(size_t size) { return ::operator new(block_size(size)); }
+  [[gnu::noinline]] void destroy() { delete this; }
   ~BlockLists() {
     for (size_t i = 0; i < kLists; ++i)
       for (void* p : lists_[i]) {

@@ -58,16 +58,6 @@ void Meetings::meet(Fibers& fibers, uint64_t group, Tag tag, int group_rank, int
   fibers.block(reason);
 }
 
-void World::comm_begin(int rank) {
-  RankTotals& t = totals[static_cast<size_t>(rank)];
-  if (t.in_flight++ == 0) t.busy_since = engine.now();
-}
-
-void World::comm_end(int rank) {
-  RankTotals& t = totals[static_cast<size_t>(rank)];
-  if (--t.in_flight == 0) t.busy_comm += engine.now() - t.busy_since;
-}
-
 void World::fail(int rank, Time at, std::exception_ptr error) {
   if (fibers.aborting()) return;  // thrown while unwinding after the failure that stopped the run
   if (!failure || std::tie(at, rank) < std::tie(failure->at, failure->rank))

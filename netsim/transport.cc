@@ -1,6 +1,7 @@
 #include "netsim/transport.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <deque>
 #include <exception>
 #include <map>
@@ -130,11 +131,16 @@ Mailbox::Mailbox(World& world)
 Mailbox::~Mailbox() = default;
 
 void Mailbox::check_sizes(const Message& m, const Receive& r) {
+  if (r.data.bytes().count() != m.bytes) sizes_differ(m, r);
+}
+
+void Mailbox::sizes_differ(const Message& m, const Receive& r) {
   BAGUA_CHECK(r.data.bytes().count() == m.bytes,
               "receive of " + std::to_string(r.data.bytes().count()) + " bytes at rank " +
                   std::to_string(r.key.dst) + " matched a send of " + std::to_string(m.bytes) +
                   " bytes from rank " + std::to_string(m.key.src) + " (tag " +
                   std::to_string(m.key.tag) + ")");
+  std::abort();  // not reached: the check fails
 }
 
 Ref<Message> Mailbox::post_send(const MatchKey& key, const BufferView& data, Time delay) {
@@ -630,11 +636,14 @@ void SimTransport::start_together(Tag tag) {
 
 std::unique_ptr<Transport> SimTransport::make_subgroup(std::span<const int> ranks) {
   const int me = subgroup_position(*this, ranks);
-  std::vector<int> members;
-  for (int r : ranks)
-    members.push_back(world_rank(r));
-  const uint64_t id = subgroup_id(group_, members);
-  return std::make_unique<SimTransport>(world_, id, std::move(members), me);
+  std::vector<int> members(ranks.size());
+  for (size_t i = 0; i < ranks.size(); ++i)
+    members[i] = world_rank(ranks[i]);
+  // Every rank of the subgroup builds it in turn (a gather of all P ranks: P hashes of P members).
+  World::LastSubgroup& last = world_.last_subgroup;
+  if (!last.id || last.parent != group_ || last.members != members)
+    last = {group_, members, subgroup_id(group_, members)};
+  return std::make_unique<SimTransport>(world_, last.id, std::move(members), me);
 }
 
 }  // namespace bagua::netsim

@@ -173,7 +173,8 @@ class Mailbox {
   // owns it until the event runs (or the run is torn down).
   uint64_t park(Ref<Message> m);
   Ref<Message> unpark(uint64_t index);
-  static void check_sizes(const Message& m, const Receive& r);
+  static void check_sizes(const Message& m, const Receive& r);  // inline (transport.cc), its error:
+  [[noreturn]] static void sizes_differ(const Message& m, const Receive& r);
 
   struct KeyHash {
     size_t operator()(const MatchKey& k) const {

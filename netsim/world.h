@@ -58,8 +58,14 @@ class World {
   World(const ClusterSpec& spec, const SimOptions& options);
 
   // A message of `rank`'s starts / stops being on the wire (for RankStats::busy_comm).
-  void comm_begin(int rank);
-  void comm_end(int rank);
+  void comm_begin(int rank) {
+    RankTotals& t = totals[static_cast<size_t>(rank)];
+    if (t.in_flight++ == 0) t.busy_since = engine.now();
+  }
+  void comm_end(int rank) {
+    RankTotals& t = totals[static_cast<size_t>(rank)];
+    if (--t.in_flight == 0) t.busy_comm += engine.now() - t.busy_since;
+  }
   // Records `error` as thrown by `rank` at `at`; the run stops once every event due by then has run.
   void fail(int rank, Time at, std::exception_ptr error);
 
@@ -74,6 +80,13 @@ class World {
   std::optional<Failure> failure;
   Mailbox mailbox;
   Meetings meetings;
+  // The subgroup SimTransport::make_subgroup built last and its id (subgroup_id of its members), for
+  // the next rank that builds the same one; id 0: none yet.
+  struct LastSubgroup {
+    uint64_t parent = 0;
+    std::vector<int> members;
+    uint64_t id = 0;
+  } last_subgroup;
   Fibers fibers;  // last: destroyed first, so that unwinding fibers still find everything above
 };
 
