@@ -41,36 +41,15 @@ EventQueue::Handle EventQueue::schedule(Time at, Action action) {
   return insert(at, slot);
 }
 
-EventQueue::Handle EventQueue::insert(Time at, uint32_t slot) {
-  add({at, next_sequence_++, slot});
-  ++in_buckets_;
-  return (static_cast<uint64_t>(slots_[slot].generation) << 32) | slot;
-}
-
-void EventQueue::add(const Entry& e) {
-  assert(static_cast<uint64_t>(e.at.nanoseconds()) >= base_);  // never before the last taken
-  const size_t b = bucket_of(e.at);
-  std::vector<Entry>& bucket = buckets_[b];
-  Slot& s = slots_[e.slot];
-  s.bucket = static_cast<uint8_t>(b);
-  s.index = static_cast<int32_t>(bucket.size());
-  bucket.push_back(e);
-  if (b == 0) {
-    ++live_in_front_;
-    return;
-  }
-  occupied_ |= uint64_t{1} << b;
-  // A search's answer stands unless this entry went to its bucket or below, and is earlier.
-  if (found_bucket_ < 0 || b > static_cast<size_t>(found_bucket_)) return;
-  if (b == static_cast<size_t>(found_bucket_) && !earlier(e, bucket[found_index_])) return;
-  found_bucket_ = -1;
+void EventQueue::Bucket::grow() {
+  data_.resize(data_.empty() ? 64 : 2 * data_.size());
 }
 
 void EventQueue::remove(uint32_t slot) {
   const Slot& s = slots_[slot];
   const size_t b = s.bucket;
   const auto index = static_cast<size_t>(s.index);
-  std::vector<Entry>& bucket = buckets_[b];
+  Bucket& bucket = buckets_[b];
   if (b == 0) {  // kept in order: marked, and passed over once it is at the front
     bucket[index].slot = kCancelled;
     --live_in_front_;
@@ -131,7 +110,7 @@ EventQueue::Handle EventQueue::move(Handle handle, Time at, Callback callback) {
 }
 
 void EventQueue::pass_cancelled() {
-  std::vector<Entry>& front = buckets_[0];
+  Bucket& front = buckets_[0];
   while (front_ < front.size() && front[front_].slot == kCancelled)
     ++front_;
   if (front_ == front.size()) {  // nothing pending left in it
@@ -144,7 +123,7 @@ const EventQueue::Entry* EventQueue::earliest(const LaneEntry* lane) const {
   if (live_in_front_ > 0) return &buckets_[0][front_];  // never a cancelled entry (remove())
   if (occupied_ == 0) return nullptr;
   const auto b = static_cast<size_t>(__builtin_ctzll(occupied_));
-  const std::vector<Entry>& bucket = buckets_[b];
+  const Bucket& bucket = buckets_[b];
   if (found_bucket_ == static_cast<int>(b)) return &bucket[found_index_];
   if (lane != nullptr && lane->at < bucket_floor(b)) return nullptr;  // the lane's is earlier
   size_t best = 0;
@@ -171,7 +150,7 @@ EventQueue::Entry EventQueue::take(const Entry* e) {
     spread_.clear();
     // Bucket 0 in sequence order. What spread into it is in the order its bucket held it: the order
     // of scheduling unless a move or cancel swapped an entry out of place.
-    std::vector<Entry>& front = buckets_[0];
+    Bucket& front = buckets_[0];
     const auto by_sequence = [](const Entry& x, const Entry& y) { return x.sequence < y.sequence; };
     if (!std::is_sorted(front.begin(), front.end(), by_sequence)) {
       std::sort(front.begin(), front.end(), by_sequence);
@@ -179,7 +158,7 @@ EventQueue::Entry EventQueue::take(const Entry* e) {
         slots_[front[i].slot].index = static_cast<int32_t>(i);
     }
   }
-  std::vector<Entry>& front = buckets_[0];
+  Bucket& front = buckets_[0];
   const Entry top = front[front_++];
   --live_in_front_;
   --in_buckets_;
@@ -234,7 +213,7 @@ Time EventQueue::pop(Callback& callback, Action& action) {
 
 void EventQueue::clear() {
   for (size_t b = 0; b < kBuckets; ++b) {
-    std::vector<Entry>& bucket = buckets_[b];
+    Bucket& bucket = buckets_[b];
     for (size_t i = b == 0 ? front_ : 0; i < bucket.size(); ++i)  // bucket 0's before front_ ran
       if (bucket[i].slot != kCancelled) release(bucket[i].slot);
     bucket.clear();

@@ -34,8 +34,10 @@
 // owns its Engine.
 #pragma once
 
+#include <cassert>
 #include <cstdint>
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "core/units.h"
@@ -132,6 +134,35 @@ class EventQueue {
     uint8_t bucket = 0;
     bool is_action = false;  // the event is actions_[slot]
   };
+  // A bucket of the radix queue: a vector whose push_back leaves its growth out of line, so that add()
+  // inlines into schedule() without the register spills of std::vector's reallocation path.
+  class Bucket {
+   public:
+    size_t size() const { return size_; }
+    bool empty() const { return size_ == 0; }
+    Entry& operator[](size_t i) { return data_[i]; }
+    const Entry& operator[](size_t i) const { return data_[i]; }
+    Entry& back() { return data_[size_ - 1]; }
+    Entry* begin() { return data_.data(); }
+    Entry* end() { return data_.data() + size_; }
+    const Entry* begin() const { return data_.data(); }
+    const Entry* end() const { return data_.data() + size_; }
+    void push_back(const Entry& e) {
+      if (size_ == data_.size()) grow();
+      data_[size_++] = e;
+    }
+    void pop_back() { --size_; }
+    void clear() { size_ = 0; }
+    void swap(Bucket& other) {
+      data_.swap(other.data_);
+      std::swap(size_, other.size_);
+    }
+
+   private:
+    [[gnu::noinline]] void grow();
+    std::vector<Entry> data_;  // size_ of them in use
+    size_t size_ = 0;
+  };
   // A lane's entries carry their callback: nothing else refers to them.
   struct LaneEntry {
     Time at;
@@ -192,8 +223,29 @@ class EventQueue {
   uint32_t new_slot();
   // reschedule() of a handle that may be pending.
   Handle move(Handle handle, Time at, Callback callback);
-  Handle insert(Time at, uint32_t slot);
-  void add(const Entry& e);
+  Handle insert(Time at, uint32_t slot) {
+    add({at, next_sequence_++, slot});
+    ++in_buckets_;
+    return (static_cast<uint64_t>(slots_[slot].generation) << 32) | slot;
+  }
+  void add(const Entry& e) {
+    assert(static_cast<uint64_t>(e.at.nanoseconds()) >= base_);  // never before the last taken
+    const size_t b = bucket_of(e.at);
+    Bucket& bucket = buckets_[b];
+    Slot& s = slots_[e.slot];
+    s.bucket = static_cast<uint8_t>(b);
+    s.index = static_cast<int32_t>(bucket.size());
+    bucket.push_back(e);
+    if (b == 0) {
+      ++live_in_front_;
+      return;
+    }
+    occupied_ |= uint64_t{1} << b;
+    // A search's answer stands unless this entry went to its bucket or below, and is earlier.
+    if (found_bucket_ < 0 || b > static_cast<size_t>(found_bucket_)) return;
+    if (b == static_cast<size_t>(found_bucket_) && !earlier(e, bucket[found_index_])) return;
+    found_bucket_ = -1;
+  }
   void remove(uint32_t slot);
   // Moves bucket 0's front past cancelled entries, emptying the bucket when none is pending.
   void pass_cancelled();
@@ -216,7 +268,7 @@ class EventQueue {
   std::vector<Slot> slots_;
   std::vector<Action> actions_;  // by slot, for events scheduled as an Action
   std::vector<uint32_t> free_slots_;
-  std::vector<Entry> buckets_[kBuckets];
+  Bucket buckets_[kBuckets];
   size_t front_ = 0;          // bucket 0's first pending entry (cancelled ones are passed)
   uint64_t occupied_ = 0;     // bit b: bucket b >= 1 is not empty
   uint64_t base_ = 0;         // every pending entry is due at or after it; bucket 0's are due at it
@@ -228,7 +280,7 @@ class EventQueue {
   // instructions, rescanning the same bucket.
   mutable int found_bucket_ = -1;
   mutable size_t found_index_ = 0;
-  std::vector<Entry> spread_;  // take()'s scratch
+  Bucket spread_;              // take()'s scratch
   std::vector<Lane> lanes_;    // lanes_[0]: delay 0, always there
   size_t last_lane_ = 0;       // the lane lane_for() found last (post() tries it first)
   size_t in_lanes_ = 0;
