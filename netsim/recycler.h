@@ -45,8 +45,9 @@ class BlockLists {
   BlockLists(const BlockLists&) = delete;
   BlockLists& operator=(const BlockLists&) = delete;
 
-  // A block of at least `size` bytes, aligned like ::operator new's.
-  void* take(size_t size) {
+  // A block of at least `size` bytes, aligned like ::operator new's. Inlined: `size` is a constant at
+  // most calls, which folds the list's choice away.
+  [[gnu::always_inline]] void* take(size_t size) {
     ++outstanding_;
     std::vector<void*>& list = list_for(size);
     if (list.empty()) return fresh(size);
@@ -56,7 +57,7 @@ class BlockLists {
     return p;
   }
   // Returns a block taken with the same `size`.
-  void give(void* p, size_t size) {
+  [[gnu::always_inline]] void give(void* p, size_t size) {
     poison(p, block_size(size));
     list_for(size).push_back(p);
     if (--outstanding_ == 0 && abandoned_) destroy();
@@ -94,7 +95,9 @@ class BlockLists {
   }
   std::vector<void*>& list_for(size_t size) {
     const size_t i = (size + kStep - 1) / kStep;
-    if (i < kLists) return lists_[i];
+    return i < kLists ? lists_[i] : large_list(size);
+  }
+  [[gnu::noinline]] std::vector<void*>& large_list(size_t size) {
     for (Large& large : large_)
       if (large.size == size) return large.blocks;
     large_.push_back({size, {}});

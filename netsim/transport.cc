@@ -195,7 +195,10 @@ Ref<Message> Mailbox::post_send(const MatchKey& key, const BufferView& data, Tim
   return m;
 }
 
-void Mailbox::inject(const Ref<Message>& m) {
+// A message's steps (inject, depart, take) and the parking of its record are inlined into one
+// another and into their events: each was a call with a frame of its own, 7 % of the 1024-rank ring's
+// instructions in all. They are used in this file only.
+[[gnu::always_inline]] inline void Mailbox::inject(const Ref<Message>& m) {
   if (m->delay > Time::zero()) {  // the sender's work before the message is handed over
     const Time delay = std::exchange(m->delay, Time::zero());
     world_.engine.post(delay, {&Mailbox::inject_event, this, park(m)});
@@ -220,7 +223,7 @@ bool Mailbox::between_hosts(const MatchKey& key) const {
   return world_.topology.host_of(key.src) != world_.topology.host_of(key.dst);
 }
 
-void Mailbox::depart(const Ref<Message>& m) {
+[[gnu::always_inline]] inline void Mailbox::depart(const Ref<Message>& m) {
   if (!m->rendezvous) {
     start_flow(m);
     return;
@@ -259,7 +262,7 @@ void Mailbox::start_flow(const Ref<Message>& m) {
                        {&Mailbox::arrive_event, this, park(m)}, nullptr, hosts, connection);
 }
 
-const Route& Mailbox::route(int src, int dst) {
+[[gnu::always_inline]] inline const Route& Mailbox::route(int src, int dst) {
   LastRoute& last = last_route_[static_cast<size_t>(src)];
   if (last.dst != dst) {
     last.route = world_.topology.route(src, dst);
@@ -268,7 +271,7 @@ const Route& Mailbox::route(int src, int dst) {
   return last.route;
 }
 
-uint64_t Mailbox::park(Ref<Message> m) {
+[[gnu::always_inline]] inline uint64_t Mailbox::park(Ref<Message> m) {
   if (free_parked_.empty()) {
     parked_.push_back(std::move(m));
     return parked_.size() - 1;
@@ -279,7 +282,7 @@ uint64_t Mailbox::park(Ref<Message> m) {
   return index;
 }
 
-Ref<Message> Mailbox::unpark(uint64_t index) {
+[[gnu::always_inline]] inline Ref<Message> Mailbox::unpark(uint64_t index) {
   Ref<Message> m = std::move(parked_[index]);
   free_parked_.push_back(index);
   return m;
@@ -310,7 +313,7 @@ void Mailbox::receive_taken_event(void* mailbox, uint64_t parked) {
   self->complete_receive(*self->unpark(parked));
 }
 
-void Mailbox::take(Message& m) {
+[[gnu::always_inline]] inline void Mailbox::take(Message& m) {
   const Time overhead = world_.spec.factors.message_overhead;
   if (overhead == Time::zero() || !between_hosts(m.key)) {
     complete_receive(m);
