@@ -68,9 +68,7 @@ void FlowNetwork::start(const Route& route, Bytes bytes, Callback done,
   Flow& f = flows_[static_cast<size_t>(id)];
   f.route_links = route.links.size();
   const bool between_hosts = hosts.src != FlowHosts::kWithinHost && hosts.src != hosts.dst;
-  f.constraints.clear();
-  for (const int32_t link : route.links)
-    f.constraints.push_back(link);
+  f.constraints.ids = route.links;
   if (between_hosts && ceiling_base_ >= 0) {
     f.constraints.push_back(ceiling_base_ + 2 * hosts.src);
     f.constraints.push_back(ceiling_base_ + 2 * hosts.dst + 1);
@@ -184,12 +182,13 @@ void FlowNetwork::enter_transfer(int32_t id) {
   Flow& f = flows_[static_cast<size_t>(id)];
   if (f.tcp >= 0) keys_[static_cast<size_t>(id)].cap = tcp_join(id);
   f.updated = engine_.now();
-  f.position.clear();
+  f.position.resize(static_cast<int>(f.constraints.size()));
   // Alone on every constraint, the flow is a component by itself (what reshare() would find).
   bool alone = true;
-  for (const int32_t c : f.constraints) {
+  for (size_t i = 0; i < f.constraints.size(); ++i) {
+    const int32_t c = f.constraints[i];
     auto& on_link = active_[static_cast<size_t>(c)];
-    f.position.push_back(static_cast<int32_t>(on_link.size()));
+    f.position[static_cast<int>(i)] = static_cast<int32_t>(on_link.size());
     on_link.push_back(id);
     alone = alone && on_link.size() == 1;
     if (c < ceiling_base_) shadow_enter(f, c);

@@ -91,6 +91,18 @@ class LinkList {
     for (int i = 0; i < n; ++i)
       push_back(v);
   }
+  // `n` elements: those already there (up to n), then unspecified values.
+  void resize(int n) {
+    if (n <= kInlineLinks) {
+      if (size_ > kInlineLinks) std::copy_n(spill_.begin(), n, inline_.begin());
+      data_ = inline_.data();
+    } else {
+      if (size_ <= kInlineLinks) spill_.assign(inline_.begin(), inline_.begin() + size_);
+      spill_.resize(static_cast<size_t>(n));
+      data_ = spill_.data();
+    }
+    size_ = n;
+  }
   void clear() {
     size_ = 0;
     data_ = inline_.data();

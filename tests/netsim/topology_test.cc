@@ -313,5 +313,43 @@ TEST(Topologies, EveryRegisteredTopologyRoutesEveryPairAlongConnectedLinks) {
   }
 }
 
+// LinkList::resize keeps the elements it had, up to the new size, whether they and the new size are
+// held in place or spilled, and a copy then reads the same elements.
+TEST(LinkList, ResizeKeepsItsElementsAcrossTheInlineBoundary) {
+  constexpr int kInline = LinkList<int32_t>::kInlineLinks;
+  const auto expect_prefix = [](const LinkList<int32_t>& l, int n) {
+    for (int i = 0; i < n; ++i)
+      EXPECT_EQ(l[i], 100 + i) << "element " << i;
+  };
+  LinkList<int32_t> l;
+  for (int i = 0; i < 3; ++i)
+    l.push_back(100 + i);
+  l.resize(5);  // in place, grown
+  EXPECT_EQ(l.size(), 5);
+  expect_prefix(l, 3);
+  l[3] = 103;
+  l[4] = 104;
+  l.resize(kInline + 4);  // spilled, from in place
+  EXPECT_EQ(l.size(), kInline + 4);
+  expect_prefix(l, 5);
+  for (int i = 5; i < kInline + 4; ++i)
+    l[i] = 100 + i;
+  l.push_back(100 + kInline + 4);
+  expect_prefix(l, kInline + 5);
+  LinkList<int32_t> copy;
+  copy = l;
+  EXPECT_EQ(copy.size(), kInline + 5);
+  expect_prefix(copy, kInline + 5);
+  l[0] = 300;   // written while spilled: what the shrink below must carry back in place
+  l.resize(2);  // back in place, from spilled
+  EXPECT_EQ(l.size(), 2);
+  EXPECT_EQ(l[0], 300);
+  EXPECT_EQ(l[1], 101);
+  EXPECT_EQ(l.end() - l.begin(), 2);
+  l.push_back(102);  // in place again
+  EXPECT_EQ(l[2], 102);
+  EXPECT_EQ(l.size(), 3);
+}
+
 }  // namespace
 }  // namespace bagua::netsim
