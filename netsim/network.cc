@@ -74,13 +74,13 @@ void FlowNetwork::start(const Route& route, Bytes bytes, Callback done,
     f.constraints.push_back(ceiling_base_ + 2 * hosts.dst + 1);
   }
   FlowKey& key = keys_[static_cast<size_t>(id)];
-  key.cap = factors_.tcp_window.count() > 0 ? window_cap(factors_, route.latency, between_hosts)
-                                            : factors_.flow_window_cap.bytes_per_second();
   key.size = -1;
   if (f.constraints.size() <= static_cast<size_t>(kKeyConstraints)) {
     key.size = static_cast<int32_t>(f.constraints.size());
     std::copy(f.constraints.begin(), f.constraints.end(), key.ids.begin());
   }
+  set_cap(id, factors_.tcp_window.count() > 0 ? window_cap(factors_, route.latency, between_hosts)
+                                              : factors_.flow_window_cap.bytes_per_second());
   f.bytes = bytes.count();
   f.remaining = static_cast<double>(bytes.count());
   f.rate = key.rate = 0;
@@ -140,7 +140,7 @@ bool FlowNetwork::hand_over(int32_t id) {
   Flow& n = flows_[static_cast<size_t>(next)];
   // On one TCP connection the next flow moves under the same window: the finished flow's cap.
   const double cap = keys_[static_cast<size_t>(id)].cap;
-  if (n.tcp >= 0 && n.tcp == f.tcp) keys_[static_cast<size_t>(next)].cap = cap;
+  if (n.tcp >= 0 && n.tcp == f.tcp) set_cap(next, cap);
   // Only a flow with the same constraints and cap leaves the max-min problem as it is.
   if (n.bytes == 0 || keys_[static_cast<size_t>(next)].cap != cap ||
       n.constraints.size() != f.constraints.size() ||
@@ -180,7 +180,7 @@ void FlowNetwork::release(int32_t connection) {
 
 void FlowNetwork::enter_transfer(int32_t id) {
   Flow& f = flows_[static_cast<size_t>(id)];
-  if (f.tcp >= 0) keys_[static_cast<size_t>(id)].cap = tcp_join(id);
+  if (f.tcp >= 0) set_cap(id, tcp_join(id));
   f.updated = engine_.now();
   f.position.resize(static_cast<int>(f.constraints.size()));
   // Alone on every constraint, the flow is a component by itself (what reshare() would find).
@@ -285,7 +285,11 @@ struct FlowNetwork::Component {
   size_t links() const { return n.solver_links_.size(); }
   size_t flows() const { return n.component_flows_.size(); }
   double capacity(size_t l) const { return n.capacity_[static_cast<size_t>(n.solver_links_[l])]; }
-  double cap(size_t f) const { return n.keys_[static_cast<size_t>(n.component_flows_[f])].cap; }
+  // A cap that cannot bind is none (FlowKey::cap_binds): the solver would leave it out.
+  double cap(size_t f) const {
+    const FlowKey& k = n.keys_[static_cast<size_t>(n.component_flows_[f])];
+    return k.cap_binds ? k.cap : MaxMinSolver::kUncapped;
+  }
   size_t flows_on(size_t l) const { return n.active_[static_cast<size_t>(n.solver_links_[l])].size(); }
   template <class Fn>
   void each_flow_on(size_t l, Fn&& fn) const {
@@ -434,6 +438,15 @@ double FlowNetwork::lone_rate(int32_t id) const {
   return rate;
 }
 
+void FlowNetwork::set_cap(int32_t id, double cap) {
+  FlowKey& k = keys_[static_cast<size_t>(id)];
+  k.cap = cap;
+  double lowest = MaxMinSolver::kUncapped;
+  for (const int32_t c : constraints_of(id))
+    lowest = std::min(lowest, capacity_[static_cast<size_t>(c)]);
+  k.cap_binds = cap < lowest;
+}
+
 void FlowNetwork::set_rate(int32_t id, double rate) {
   double& mirrored = keys_[static_cast<size_t>(id)].rate;
   if (rate == mirrored) return;  // most flows of a re-solved component: Flow is not touched
@@ -508,7 +521,7 @@ void FlowNetwork::tcp_round(int32_t tcp) {
   tcp_changed_.clear();
   for (const int32_t id : c.active) {
     Flow& f = flows_[static_cast<size_t>(id)];
-    keys_[static_cast<size_t>(id)].cap = cap;
+    set_cap(id, cap);
     tcp_changed_.insert(tcp_changed_.end(), f.constraints.begin(), f.constraints.end());
   }
   reshare(tcp_changed_);

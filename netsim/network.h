@@ -111,11 +111,18 @@ class FlowNetwork {
   // set_rate its rate, which most re-solves leave as it was. Within Flow (six cache lines) each visit
   // was a cache miss: FlowNetwork::reshare was 24 to 44 % of BytePS's and QAdam's runs at 512 and
   // 1024 ranks, most of it on those loads, and set_rate's read of Flow::rate 15 % of BytePS's at 4096.
-  static constexpr int kKeyConstraints = 11;
+  // The key holds 10 constraints in place, a fat tree's longest route with its two ceilings.
+  static constexpr int kKeyConstraints = 10;
   struct alignas(64) FlowKey {
-    double cap = 0;    // the window cap, bytes per second (+infinity for none)
+    double cap = 0;    // the window cap, bytes per second (+infinity for none); set by set_cap
     double rate = 0;   // Flow::rate, mirrored (start, hand_over, set_rate write both)
     int32_t size = 0;  // constraints held in `ids`; -1: more than kKeyConstraints, in Flow's list
+    // cap < the capacity of each of its constraints (static), so that it can bind: the only caps a
+    // solve takes (MaxMinSolver::solve(System) leaves the others out, as any cap at or above a link's
+    // capacity never pops before that link freezes the flow). Found once per cap, not by walking
+    // the flow's constraints at each re-solve, which was most of the solve's own time on TCP clusters
+    // (every flow capped by its window, no window below the NIC).
+    int32_t cap_binds = 0;
     std::array<int32_t, kKeyConstraints> ids{};
   };
   static_assert(sizeof(FlowKey) == 64, "a flow's key is one cache line");
@@ -259,6 +266,8 @@ class FlowNetwork {
   // Flow `f` has just entered (left) `link`, a link (not a ceiling), on a network with ceilings.
   void shadow_enter(const Flow& f, int32_t link);
   void shadow_leave(const Flow& f, int32_t link);
+  // Flow `id`'s cap, and whether it binds (FlowKey::cap_binds), from its constraints (set first).
+  void set_cap(int32_t id, double cap);
   // Gives flow `id` its newly solved rate, rescheduling its completion if the rate changed.
   void set_rate(int32_t id, double rate);
   void bring_up_to_date(Flow& f);
