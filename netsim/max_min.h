@@ -29,6 +29,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <span>
@@ -83,8 +84,14 @@ class MaxMinSolver {
   Entry pop();
   // Freezes `flow` at `rate`, taking it off its links; the links it leaves with unfrozen flows are
   // listed in touched_ (once each) for rekey_touched().
+  // `bottleneck` (kNoLink for a cap) is the link just popped, whose flows these are: its remaining
+  // capacity and unfrozen count are never read again (its entry has left the heap, and no entry comes
+  // back), so they are not updated, which takes a chain of dependent floating-point updates (each
+  // of its flows subtracted in turn from one remaining capacity) out of its freezes. The other
+  // links' updates, and so every rate, are the same.
+  static constexpr size_t kNoLink = SIZE_MAX;
   template <class System>
-  void freeze(const System& system, size_t flow, double rate);
+  void freeze(const System& system, size_t flow, double rate, size_t bottleneck = kNoLink);
   // The system built with add_link and add_flow, as solve(System) reads one.
   struct Built;
   // Every touched link's entry whose level fell below its key gets its level (one that rose is left
@@ -115,11 +122,12 @@ class MaxMinSolver {
 };
 
 template <class System>
-void MaxMinSolver::freeze(const System& system, size_t flow, double rate) {
+void MaxMinSolver::freeze(const System& system, size_t flow, double rate, size_t bottleneck) {
   frozen_[flow] = 1;
   ++frozen_count_;
   rate_[flow] = rate;
   system.each_link_of(flow, [&](size_t l) {
+    if (l == bottleneck) return;
     remaining_[l] = std::max(0.0, remaining_[l] - rate);
     --unfrozen_[l];
     if (!is_touched_[l]) {
@@ -192,8 +200,9 @@ const std::vector<double>& MaxMinSolver::solve(const System& system) {
       continue;
     }
     // A link: every flow still unfrozen on it freezes at its level.
-    system.each_flow_on(static_cast<size_t>(e.item), [&](size_t f) {
-      if (!frozen_[f]) freeze(system, f, e.level);
+    const auto bottleneck = static_cast<size_t>(e.item);
+    system.each_flow_on(bottleneck, [&](size_t f) {
+      if (!frozen_[f]) freeze(system, f, e.level, bottleneck);
     });
     rekey_touched();
   }
