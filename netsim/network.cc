@@ -293,8 +293,19 @@ struct FlowNetwork::Component {
   size_t flows_on(size_t l) const { return n.active_[static_cast<size_t>(n.solver_links_[l])].size(); }
   template <class Fn>
   void each_flow_on(size_t l, Fn&& fn) const {
-    for (const int32_t id : n.active_[static_cast<size_t>(n.solver_links_[l])])
-      fn(static_cast<size_t>(n.flow_local_[static_cast<size_t>(id)]));
+    // The solver freezes a bottleneck's flows in this order, each reading its key and local index
+    // at random: those of the flow kAhead places on are fetched meanwhile. BytePS on VGG16 at 2048
+    // ranks, two alternated runs: 8.8 / 8.6 -> 8.1 / 8.3 s of CPU.
+    const std::vector<int32_t>& on = n.active_[static_cast<size_t>(n.solver_links_[l])];
+    constexpr size_t kAhead = 8;
+    for (size_t i = 0; i < on.size(); ++i) {
+      if (i + kAhead < on.size()) {
+        const auto ahead = static_cast<size_t>(on[i + kAhead]);
+        __builtin_prefetch(&n.keys_[ahead]);
+        __builtin_prefetch(&n.flow_local_[ahead]);
+      }
+      fn(static_cast<size_t>(n.flow_local_[static_cast<size_t>(on[i])]));
+    }
   }
   template <class Fn>
   void each_link_of(size_t f, Fn&& fn) const {
