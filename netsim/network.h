@@ -263,6 +263,10 @@ class FlowNetwork {
   // has, carrying no other flow, with no more capacity. Debug builds check shadowed_by_ceiling against
   // it (a shadow claimed where this finds none would change rates).
   bool shared_ceiling_below(int32_t link) const;
+  // The component search has just gone through `link`'s flows (a link, not a ceiling, on a network
+  // with ceilings): each of its two candidate ceilings (Shadow) that carries exactly those flows is
+  // marked in twin_mark_, so that the search passes over its list (every flow on it is marked).
+  void mark_twin_ceilings(int32_t link);
   // Flow `f` has just entered (left) `link`, a link (not a ceiling), on a network with ceilings.
   void shadow_enter(const Flow& f, int32_t link);
   void shadow_leave(const Flow& f, int32_t link);
@@ -302,6 +306,7 @@ class FlowNetwork {
   // Component search and solver scratch.
   uint64_t epoch_ = 0;
   std::vector<uint64_t> link_mark_;
+  std::vector<uint64_t> twin_mark_;  // per constraint: epoch_ where mark_twin_ceilings marked it
   std::vector<int32_t> link_local_;  // a marked link's index in the solver, -1: left out
   std::vector<int32_t> flow_local_;  // a component flow's index in the solver (component_flows_)
   std::vector<int32_t> component_links_;
