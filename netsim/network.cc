@@ -471,6 +471,8 @@ double FlowNetwork::lone_rate(int32_t id) const {
 void FlowNetwork::set_cap(int32_t id, double cap) {
   FlowKey& k = keys_[static_cast<size_t>(id)];
   k.cap = cap;
+  k.cap_binds = 0;
+  if (cap == MaxMinSolver::kUncapped) return;  // none (no window cap): nothing to compare
   double lowest = MaxMinSolver::kUncapped;
   for (const int32_t c : constraints_of(id))
     lowest = std::min(lowest, capacity_[static_cast<size_t>(c)]);
