@@ -149,10 +149,11 @@ class Mailbox {
   // The gate of wait(m, r): true when receive `r` is done, else `f` waits for it, as wait(r) would.
   static bool receive_done_or_wait(void* r, Fibers::Fiber& f);
   void arrive(Message& m);
-  // The life of a message between isend and its arrival; each step as above.
-  void inject(const Ref<Message>& m);
+  // The life of a message between isend and its arrival; each step as above. The `inline` steps
+  // here and below are defined (and used) in transport.cc only.
+  inline void inject(const Ref<Message>& m);
   bool between_hosts(const MatchKey& key) const;
-  void depart(const Ref<Message>& m);
+  inline void depart(const Ref<Message>& m);
   void request_arrived(const Ref<Message>& m);
   void clear_to_send(const Ref<Message>& m);
   void start_flow(const Ref<Message>& m);
@@ -162,7 +163,7 @@ class Mailbox {
   // stashed, since the sender may now reuse the buffer.
   void buffered(Message& m);
   // The matched receive of `m` (arrived) is taken, after the receiver's overhead.
-  void take(Message& m);
+  inline void take(Message& m);
   void complete_receive(Message& m);
   static void inject_event(void* mailbox, uint64_t parked);
   static void depart_event(void* mailbox, uint64_t parked);
@@ -171,9 +172,9 @@ class Mailbox {
   static void receive_taken_event(void* mailbox, uint64_t parked);
   // A message referred to by a scheduled event (or by its flow, until it arrives), by index: parked_
   // owns it until the event runs (or the run is torn down).
-  uint64_t park(Ref<Message> m);
-  Ref<Message> unpark(uint64_t index);
-  static void check_sizes(const Message& m, const Receive& r);  // inline (transport.cc), its error:
+  inline uint64_t park(Ref<Message> m);
+  inline Ref<Message> unpark(uint64_t index);
+  static void check_sizes(const Message& m, const Receive& r);  // and its error, out of line:
   [[noreturn]] static void sizes_differ(const Message& m, const Receive& r);
 
   struct KeyHash {
@@ -189,7 +190,7 @@ class Mailbox {
   // The queue of `key` (an index into queues_), made if there is none.
   uint32_t queue_of(const MatchKey& key);
   // The route from world rank `src` to `dst` (src != dst), from the cache of `src`'s last route.
-  const Route& route(int src, int dst);
+  inline const Route& route(int src, int dst);
 
   // A connection's credit slots (kCreditSlots), keyed by (group, source, destination, 0).
   struct Credits {
