@@ -402,14 +402,16 @@ double FlowNetwork::sole_bottleneck_level() const {
 
 void FlowNetwork::mark_twin_ceilings(int32_t link) {
   const Shadow& s = shadow_[static_cast<size_t>(link)];
+  if (carries_exactly(link, s.egress, s.with_egress))
+    twin_mark_[static_cast<size_t>(s.egress)] = epoch_;
+  if (carries_exactly(link, s.ingress, s.with_ingress))
+    twin_mark_[static_cast<size_t>(s.ingress)] = epoch_;
+}
+
+bool FlowNetwork::carries_exactly(int32_t link, int32_t ceiling, int32_t with) const {
   const size_t on_link = active_[static_cast<size_t>(link)].size();
-  const auto twin = [&](int32_t k, int32_t with) {
-    if (k >= 0 && static_cast<size_t>(with) == on_link &&
-        active_[static_cast<size_t>(k)].size() == on_link)
-      twin_mark_[static_cast<size_t>(k)] = epoch_;
-  };
-  twin(s.egress, s.with_egress);
-  twin(s.ingress, s.with_ingress);
+  return ceiling >= 0 && on_link > 0 && static_cast<size_t>(with) == on_link &&
+         active_[static_cast<size_t>(ceiling)].size() == on_link;
 }
 
 void FlowNetwork::shadow_enter(const Flow& f, int32_t link) {
@@ -432,10 +434,8 @@ void FlowNetwork::shadow_leave(const Flow& f, int32_t link) {
 bool FlowNetwork::shadowed_by_ceiling(int32_t link) const {
   if (ceiling_base_ < 0 || link >= ceiling_base_) return false;
   const Shadow& s = shadow_[static_cast<size_t>(link)];
-  const auto on_link = static_cast<int32_t>(active_[static_cast<size_t>(link)].size());
   const auto shadows = [&](int32_t k, int32_t with) {
-    return k >= 0 && on_link > 0 && with == on_link &&
-           active_[static_cast<size_t>(k)].size() == static_cast<size_t>(on_link) &&
+    return carries_exactly(link, k, with) &&
            capacity_[static_cast<size_t>(k)] <= capacity_[static_cast<size_t>(link)];
   };
   const bool shadowed = shadows(s.egress, s.with_egress) || shadows(s.ingress, s.with_ingress);

@@ -267,6 +267,9 @@ class FlowNetwork {
   // with ceilings): each of its two candidate ceilings (Shadow) that carries exactly those flows is
   // marked in twin_mark_, so that the search passes over its list (every flow on it is marked).
   void mark_twin_ceilings(int32_t link);
+  // Whether `ceiling`, one of `link`'s two candidates (Shadow), carries exactly the link's flows, and
+  // at least one: `with` of them have it (the candidate's count), and it carries as many.
+  bool carries_exactly(int32_t link, int32_t ceiling, int32_t with) const;
   // Flow `f` has just entered (left) `link`, a link (not a ceiling), on a network with ceilings.
   void shadow_enter(const Flow& f, int32_t link);
   void shadow_leave(const Flow& f, int32_t link);

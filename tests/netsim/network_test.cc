@@ -453,6 +453,24 @@ TEST(FlowModel, ALinkIsLeftOutOfTheSolveOnlyWhereACeilingCarriesAllItsFlows) {
             (std::vector<Time>{Time::ns(2'000'500), Time::ns(2'001'500), Time::ns(4'001'500)}));
 }
 
+TEST(FlowModel, AFlowReachedOnlyThroughAHostCeilingJoinsTheResolve) {
+  // Rail-optimized, 3 hosts of 2 devices in one unit (rank = 2 host + device), a NIC per device
+  // (1e9 B/s, 500 ns), rail leaves with the NIC's latency, a host ceiling of 1e9 B/s. B: rank 1 -> 3
+  // (rail 1 to rail 1: dev.up, nic.up, nic.down, dev.down, 1000 ns); A: rank 0 -> 5 (rail 0 to rail 1,
+  // through the spine: 2000 ns). They share nothing but host 0's egress ceiling. B moves alone at
+  // 1e9 from 1000 ns; at 2000 A enters (1000 bytes of B moved) and the re-solve, which starts from
+  // A's constraints, must reach B through the ceiling: both at 5e8. B's 999'000 bytes take
+  // 1'998'000 ns, to 2'000'000; A has then 1000 bytes left, alone at 1e9: 2'001'000. The component
+  // search passes over a ceiling's list only where a link searched before it carries exactly its
+  // flows (FlowNetwork::mark_twin_ceilings): A's device and NIC links carry A alone, so it may not
+  // here; had it, A would have run alone at 1e9 (1'002'000) and B gone on at 1e9 (1'001'000).
+  ClusterSpec spec = hosts_spec(3, 2);
+  spec.topology = {"rail_optimized", {{"hosts_per_leaf", int64_t{4}}}};
+  spec.factors.host_bandwidth_ceiling = Bandwidth::gigabytes_per_second(1);
+  EXPECT_EQ(receive_times(spec, {{1, 3, kMB}, {0, 5, kMB}}),
+            (std::vector<Time>{Time::ns(2'000'000), Time::ns(2'001'000)}));
+}
+
 TEST(FlowModel, LeafSpineExplicitSpineBandwidthAndIntraLeafTraffic) {
   // spine.bandwidth 4e8 given explicitly. Flows, all 1 MB from 0: a (host 0 -> 2) and c (host 1 -> 3)
   // cross leaf0.up and leaf1.down; b (host 0 -> 1) stays inside leaf 0 but shares host 0's NIC up-link
