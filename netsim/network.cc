@@ -283,6 +283,11 @@ void FlowNetwork::reshare_pending_event(void* network, uint64_t) {
 // f is component_flows_[f].
 struct FlowNetwork::Component {
   const FlowNetwork& n;
+  // The flow each_flow_on handed the solver last, and its id: the solver's freeze asks for that
+  // flow's links next, whose key is then read without first looking the id up in component_flows_
+  // (a dependent load before the key's). BytePS on VGG16 at 4096 ranks: 41.5 -> 39.0 s of CPU.
+  mutable size_t given_f = SIZE_MAX;
+  mutable int32_t given_id = -1;
   size_t links() const { return n.solver_links_.size(); }
   size_t flows() const { return n.component_flows_.size(); }
   double capacity(size_t l) const { return n.capacity_[static_cast<size_t>(n.solver_links_[l])]; }
@@ -305,12 +310,16 @@ struct FlowNetwork::Component {
         __builtin_prefetch(&n.keys_[ahead]);
         __builtin_prefetch(&n.flow_local_[ahead]);
       }
-      fn(static_cast<size_t>(n.flow_local_[static_cast<size_t>(on[i])]));
+      const auto f = static_cast<size_t>(n.flow_local_[static_cast<size_t>(on[i])]);
+      given_f = f;
+      given_id = on[i];
+      fn(f);
     }
   }
   template <class Fn>
   void each_link_of(size_t f, Fn&& fn) const {
-    for (const int32_t c : n.constraints_of(n.component_flows_[f]))
+    const int32_t id = f == given_f ? given_id : n.component_flows_[f];
+    for (const int32_t c : n.constraints_of(id))
       if (const int32_t local = n.link_local_[static_cast<size_t>(c)]; local >= 0)
         fn(static_cast<size_t>(local));
   }
