@@ -150,12 +150,10 @@ bool FlowNetwork::hand_over(int32_t id) {
   c.head = n.next_in_connection;
   if (c.head < 0) c.tail = -1;
   n.next_in_connection = -1;
-  n.position.assign(static_cast<int>(f.constraints.size()), 0);
-  for (size_t i = 0; i < f.constraints.size(); ++i) {
-    const int at = static_cast<int>(i);
-    active_[static_cast<size_t>(f.constraints[i])][static_cast<size_t>(f.position[at])] = next;
-    n.position[at] = f.position[at];
-  }
+  n.position = f.position;
+  for (size_t i = 0; i < f.constraints.size(); ++i)
+    active_[static_cast<size_t>(f.constraints[i])]
+           [static_cast<size_t>(f.position[static_cast<int>(i)])] = next;
   n.updated = engine_.now();
   n.rate = keys_[static_cast<size_t>(next)].rate = f.rate;
   schedule_completion(next);
@@ -471,21 +469,14 @@ bool FlowNetwork::shared_ceiling_below(int32_t link) const {
 }
 
 double FlowNetwork::lone_rate(int32_t id) const {
-  double rate = keys_[static_cast<size_t>(id)].cap;
-  for (int32_t c : constraints_of(id))
-    rate = std::min(rate, capacity_[static_cast<size_t>(c)]);
-  return rate;
+  return std::min(keys_[static_cast<size_t>(id)].cap, lowest_capacity(id));
 }
 
 void FlowNetwork::set_cap(int32_t id, double cap) {
   FlowKey& k = keys_[static_cast<size_t>(id)];
   k.cap = cap;
-  k.cap_binds = 0;
-  if (cap == MaxMinSolver::kUncapped) return;  // none (no window cap): nothing to compare
-  double lowest = MaxMinSolver::kUncapped;
-  for (const int32_t c : constraints_of(id))
-    lowest = std::min(lowest, capacity_[static_cast<size_t>(c)]);
-  k.cap_binds = cap < lowest;
+  // No cap (no window cap) has nothing to compare.
+  k.cap_binds = cap != MaxMinSolver::kUncapped && cap < lowest_capacity(id);
 }
 
 void FlowNetwork::set_rate(int32_t id, double rate) {

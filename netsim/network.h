@@ -42,6 +42,7 @@
 // latency L whose slowest link has capacity B therefore completes after exactly L + ceil(S / B).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -122,7 +123,7 @@ class FlowNetwork {
     // capacity never pops before that link freezes the flow). Found once per cap, not by walking
     // the flow's constraints at each re-solve, which was most of the solve's own time on TCP clusters
     // (every flow capped by its window, no window below the NIC).
-    int32_t cap_binds = 0;
+    bool cap_binds = false;
     std::array<int32_t, kKeyConstraints> ids{};
   };
   static_assert(sizeof(FlowKey) == 64, "a flow's key is one cache line");
@@ -228,6 +229,13 @@ class FlowNetwork {
   // The max-min rate of a flow alone in its component: its slowest constraint's capacity or its cap,
   // exactly what the solver would return (every level it sees is a capacity divided by 1).
   double lone_rate(int32_t id) const;
+  // The capacity of flow `id`'s slowest constraint (constant: capacities never change).
+  double lowest_capacity(int32_t id) const {
+    double lowest = MaxMinSolver::kUncapped;
+    for (const int32_t c : constraints_of(id))
+      lowest = std::min(lowest, capacity_[static_cast<size_t>(c)]);
+    return lowest;
+  }
   // The max-min rate of every flow of the component just collected when one link carries them all and
   // is the solver's first bottleneck (its level, capacity / flows, the lowest of the component's link
   // levels and flow caps; ties go to the earlier link, and to any link before a cap, as in the

@@ -85,12 +85,6 @@ class LinkList {
     data_ = spill_.data();
     ++size_;
   }
-  // `n` elements, each `v`.
-  void assign(int n, T v) {
-    clear();
-    for (int i = 0; i < n; ++i)
-      push_back(v);
-  }
   // `n` elements: those already there (up to n), then unspecified values.
   void resize(int n) {
     if (n <= kInlineLinks) {
