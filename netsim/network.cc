@@ -323,9 +323,68 @@ struct FlowNetwork::Component {
   }
 };
 
+// Every phase-2 flow as MaxMinSolver::solve(System) reads them: solver link l is solver_links_[l]
+// (every constraint with flows, less those a ceiling shadows, by id), solver flow f is flow id f
+// (a slot not in phase 2 crosses nothing and has no cap: its rate is left at +infinity, unread).
+struct FlowNetwork::WholeNetwork {
+  const FlowNetwork& n;
+  size_t links() const { return n.solver_links_.size(); }
+  size_t flows() const { return n.flows_.size(); }
+  double capacity(size_t l) const { return n.capacity_[static_cast<size_t>(n.solver_links_[l])]; }
+  // No cap has bound in this run (a_cap_bound_): none is handed to the solver.
+  double cap(size_t) const { return MaxMinSolver::kUncapped; }
+  size_t flows_on(size_t l) const { return n.active_[static_cast<size_t>(n.solver_links_[l])].size(); }
+  template <class Fn>
+  void each_flow_on(size_t l, Fn&& fn) const {
+    // As Component's: the keys of the flows kAhead places on fetched meanwhile.
+    const std::vector<int32_t>& on = n.active_[static_cast<size_t>(n.solver_links_[l])];
+    constexpr size_t kAhead = 8;
+    for (size_t i = 0; i < on.size(); ++i) {
+      if (i + kAhead < on.size()) __builtin_prefetch(&n.keys_[static_cast<size_t>(on[i + kAhead])]);
+      fn(static_cast<size_t>(on[i]));
+    }
+  }
+  template <class Fn>
+  void each_link_of(size_t f, Fn&& fn) const {
+    for (const int32_t c : n.constraints_of(static_cast<int32_t>(f)))
+      if (const int32_t local = n.link_local_[static_cast<size_t>(c)]; local >= 0)
+        fn(static_cast<size_t>(local));
+  }
+};
+
+void FlowNetwork::solve_whole_network() {
+  assert(!a_cap_bound_);
+  solver_links_.clear();
+  for (size_t c = 0; c < capacity_.size(); ++c) {
+    if (active_[c].empty()) continue;
+    if (shadowed_by_ceiling(static_cast<int32_t>(c))) {
+      link_local_[c] = -1;
+      continue;
+    }
+    link_local_[c] = static_cast<int32_t>(solver_links_.size());
+    solver_links_.push_back(static_cast<int32_t>(c));
+  }
+  if (solver_links_.empty()) return;
+  ++rate_solves_;
+  ++whole_network_solves_;
+  const std::vector<double>& rates = solver_.solve(WholeNetwork{*this});
+  // A slot not in phase 2 kept +infinity (it crosses nothing), and is passed over without reading
+  // its key; every phase-2 flow froze at a finite rate.
+  for (size_t id = 0; id < flows_.size(); ++id)
+    if (rates[id] != MaxMinSolver::kUncapped && rates[id] != keys_[id].rate)
+      set_rate(static_cast<int32_t>(id), rates[id]);
+}
+
 void FlowNetwork::reshare(std::span<const int32_t> changed) {
-  // Collect the component(s): breadth-first over links, in a deterministic order (the order flows sit
-  // on each link's list is itself the deterministic result of earlier insertions and removals).
+  // (A cap may have bound since whole_network_ was set.)
+  if (whole_network_ && !a_cap_bound_ && ++solves_since_search_ < kSearchEvery) {
+    solve_whole_network();
+    return;
+  }
+  solves_since_search_ = 0;
+  // Collect the component(s): breadth-first over links. The order it meets them in (that of the flows
+  // on each link's list, the result of every earlier insertion and removal) is not the solver's: the
+  // links are sorted by id below, and the flows too where a cap binds (the tie order, network.h).
   ++epoch_;
   component_links_.clear();
   component_flows_.clear();
@@ -352,8 +411,14 @@ void FlowNetwork::reshare(std::span<const int32_t> changed) {
     }
     if (l < ceiling_base_) mark_twin_ceilings(l);
   }
+  const size_t found = component_flows_.size();
+  whole_network_ = whole_network_allowed_ && !a_cap_bound_ && found >= kWholeNetworkMinFlows &&
+                   2 * found >= flows_.size() - free_flows_.size() && 8 * found >= flows_.size() &&
+                   8 * found >= capacity_.size();
   if (component_flows_.empty()) return;
   ++rate_solves_;
+  // The tie order (network.h): links by id; caps by flow id (below, where a cap may bind).
+  std::sort(component_links_.begin(), component_links_.end());
 
   if (component_flows_.size() == 1) {
     const int32_t id = component_flows_.front();
@@ -362,7 +427,8 @@ void FlowNetwork::reshare(std::span<const int32_t> changed) {
   }
   if (const double level = sole_bottleneck_level(); level > 0) {
     for (int32_t id : component_flows_)
-      set_rate(id, level);
+      if (keys_[static_cast<size_t>(id)].rate != level) rate_changes_.push_back({id, level});
+    apply_rate_changes();
     return;
   }
   // The solver reads the component in place (Component): its links with flows, less those a ceiling
@@ -377,17 +443,30 @@ void FlowNetwork::reshare(std::span<const int32_t> changed) {
     link_local_[static_cast<size_t>(l)] = static_cast<int32_t>(solver_links_.size());
     solver_links_.push_back(l);
   }
+  if (a_cap_bound_) std::sort(component_flows_.begin(), component_flows_.end());
   for (size_t k = 0; k < component_flows_.size(); ++k)
     flow_local_[static_cast<size_t>(component_flows_[k])] = static_cast<int32_t>(k);
   const std::vector<double>& rates = solver_.solve(Component{*this});
   for (size_t k = 0; k < component_flows_.size(); ++k)
-    set_rate(component_flows_[k], rates[k]);
+    if (const int32_t id = component_flows_[k]; keys_[static_cast<size_t>(id)].rate != rates[k])
+      rate_changes_.push_back({id, rates[k]});
+  apply_rate_changes();
+}
+
+void FlowNetwork::apply_rate_changes() {
+  // By flow id, as solve_whole_network gives them: each reschedules its flow's completion, and
+  // completions due at one nanosecond run in the order they were rescheduled.
+  std::sort(rate_changes_.begin(), rate_changes_.end(),
+            [](const RateChange& a, const RateChange& b) { return a.id < b.id; });
+  for (const RateChange& c : rate_changes_)
+    set_rate(c.id, c.rate);
+  rate_changes_.clear();
 }
 
 double FlowNetwork::sole_bottleneck_level() const {
   // The solver's heap entries, in its item order: the component's links with flows (in
-  // component_links_ order, as reshare() adds them), then the capped flows' caps. The first to pop is
-  // the lowest (level, item).
+  // component_links_ order, by id), then the capped flows' caps. The first to pop is the lowest
+  // (level, item).
   const size_t flows = component_flows_.size();
   double best = MaxMinSolver::kUncapped;
   bool best_carries_all = false;
@@ -477,6 +556,7 @@ void FlowNetwork::set_cap(int32_t id, double cap) {
   k.cap = cap;
   // No cap (no window cap) has nothing to compare.
   k.cap_binds = cap != MaxMinSolver::kUncapped && cap < lowest_capacity(id);
+  a_cap_bound_ = a_cap_bound_ || k.cap_binds;
 }
 
 void FlowNetwork::set_rate(int32_t id, double rate) {

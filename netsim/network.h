@@ -14,6 +14,10 @@
 //               changes rates only within the component(s) of its links, so only those are re-solved.
 //               A flow alone on all its constraints is a component by itself, whose rate needs no
 //               solver: the capacity of its slowest constraint, or its cap
+//   tie order   the solver breaks ties between equal levels by constraint id (links, then ceilings)
+//               and, between caps, by flow id: a component's rates are a function of its flows alone,
+//               not of where the search for it started, so that solving several components at once
+//               (or the whole network) gives each the same bits as solving it alone (see reshare)
 //   remaining   a flow's bytes still to move, as of the time it was last brought up to date
 //   connection  (optional, FlowNetwork::start's `connection`) an ordered byte stream the flow belongs
 //               to: its phase 2 starts at max(the end of its own phase 1, the end of the phase 2 of the
@@ -89,6 +93,12 @@ class FlowNetwork {
   // Re-solves so far of a component with flows in it (reshare()); a flow alone on its constraints
   // when it enters phase 2 takes its lone rate without one.
   uint64_t rate_solves() const { return rate_solves_; }
+  // Whether a re-solve may cover every flow in phase 2 at once instead of searching for the changed
+  // component(s) first (on by default; see reshare). The rates are the same bits either way (the tie
+  // order above); off, for tests that check that, and for benchmarks.
+  void set_solve_whole_network(bool allowed) { whole_network_allowed_ = allowed; }
+  // Of rate_solves(), those that covered the whole network.
+  uint64_t whole_network_solves() const { return whole_network_solves_; }
 
  private:
   // A flow's constraints: its route's links, then its two host ceilings (if any), in a list that keeps
@@ -207,7 +217,26 @@ class FlowNetwork {
   // completed + the bytes the active flows have moved (brought up to date now).
   double tcp_moved(TcpConnection& c);
   // Re-solves the components of the given constraints and reschedules the flows whose rate changed.
+  // The search for the components visits every flow of them and reads its key, a cache miss each
+  // where they are many (BytePS at 4096 ranks: one component of 20,000 flows, 30 % of the run). When
+  // the last search found most of the phase-2 flows in one component, and it was large, the next
+  // re-solves cover every phase-2 flow at once instead (solve_whole_network), which reads no mark and
+  // looks no flow up: the components not changed get the rates they have, bit for bit (tie order
+  // above), which no flow's rate then changes. Every kSearchEvery-th re-solve searches again, to see
+  // whether the network is still one component. Never in a run where a flow's cap has bound
+  // (a_cap_bound_, set by set_cap): a flow that took a finished one's place (hand_over) keeps its
+  // rate without a re-solve but has another id, which the caps' tie order reads, so a re-solve of its
+  // component could give it other bits. (TCP clusters' window caps are far above their NICs and
+  // never bind; flow_window_cap below a link, or slow start's first rounds, do.)
   void reshare(std::span<const int32_t> changed);
+  void solve_whole_network();
+  static constexpr uint32_t kSearchEvery = 64;
+  // A component this large, with at least half as many flows as there are flows in the network (in
+  // any phase: a bound on those in phase 2 that costs no count) and an eighth as many as the flow
+  // slots and constraints a whole-network solve passes over (a few bytes each, in order, where the
+  // search reads a cache line at random for each of its flows), makes the next re-solves cover the
+  // whole network.
+  static constexpr size_t kWholeNetworkMinFlows = 256;
   // reshare(changed), at the end of the current instant (Engine::defer), together with every other
   // constraint changed in it: flows that start or end at one instant (an alltoall's P (P - 1) flows,
   // equal and tied) are re-solved once, not once each. Between events of one instant no time passes,
@@ -285,6 +314,12 @@ class FlowNetwork {
   void set_cap(int32_t id, double cap);
   // Gives flow `id` its newly solved rate, rescheduling its completion if the rate changed.
   void set_rate(int32_t id, double rate);
+  // The rates a component search's re-solve changed, given in flow id order (rate_changes_).
+  struct RateChange {
+    int32_t id;
+    double rate;
+  };
+  void apply_rate_changes();
   void bring_up_to_date(Flow& f);
   void schedule_completion(int32_t id);
 
@@ -314,6 +349,7 @@ class FlowNetwork {
   std::vector<bool> pending_mark_;
 
   uint64_t rate_solves_ = 0;
+  uint64_t whole_network_solves_ = 0;
   // Component search and solver scratch.
   uint64_t epoch_ = 0;
   std::vector<uint64_t> link_mark_;
@@ -323,7 +359,13 @@ class FlowNetwork {
   std::vector<int32_t> component_links_;
   std::vector<int32_t> component_flows_;
   std::vector<int32_t> solver_links_;  // the solver's links: component links with flows, unshadowed
+  std::vector<RateChange> rate_changes_;
   struct Component;                    // the component as the solver reads it (network.cc)
+  struct WholeNetwork;                 // every phase-2 flow, as the solver reads them (network.cc)
+  bool whole_network_allowed_ = true;
+  bool whole_network_ = false;  // the next re-solves cover every phase-2 flow (reshare)
+  uint32_t solves_since_search_ = 0;
+  bool a_cap_bound_ = false;  // some flow's cap could bind (FlowKey::cap_binds), this run
   MaxMinSolver solver_;
 };
 

@@ -37,7 +37,9 @@ World::World(const ClusterSpec& spec_in, const SimOptions& options)
       mailbox(*this),
       fibers(engine, [this](Fibers::Fiber& f, std::exception_ptr e) {
         fail(f.rank, engine.now(), std::move(e));
-      }) {}
+      }) {
+  network.set_solve_whole_network(options.solve_whole_network);
+}
 
 void Meetings::meet(Fibers& fibers, uint64_t group, Tag tag, int group_rank, int size,
                     bool subgroup) {
@@ -261,6 +263,10 @@ uint64_t Simulation::fiber_switches() const {
 
 uint64_t Simulation::rate_solves() const {
   return impl_->world.network.rate_solves();
+}
+
+uint64_t Simulation::whole_network_solves() const {
+  return impl_->world.network.whole_network_solves();
 }
 
 }  // namespace bagua::netsim

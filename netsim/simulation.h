@@ -231,6 +231,10 @@ LinkHint link_hint_of(const ClusterSpec& spec);
 struct SimOptions {
   bool trace = false;        // record a Chrome trace-event timeline
   TraceFilter trace_filter;  // which ranks and iterations it keeps (core/trace.h)
+  // Whether the flow model may re-solve every flow at once where one component holds most of them
+  // (FlowNetwork::set_solve_whole_network): the same results bit for bit, sooner; off for the tests
+  // that check that.
+  bool solve_whole_network = true;
 };
 
 // Per-rank and per-link totals over the whole run (the simulated time); the types of core's RunReport.
@@ -262,6 +266,8 @@ class Simulation {
   // Number of times the flows' rates were re-solved (max-min sharing of a component of flows with
   // more than their lone rates to settle; netsim/network.h), for the benchmark and its tests.
   uint64_t rate_solves() const;
+  // Of those, the re-solves that covered every flow at once (FlowNetwork::whole_network_solves).
+  uint64_t whole_network_solves() const;
   // Number of switches into the ranks' fibers (Fibers::switches), for the benchmark and its tests.
   uint64_t fiber_switches() const;
 

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <sstream>
 #include <string>
@@ -51,7 +52,10 @@ void observe(const Simulation& sim, Observed* out) {
 
 // Random point-to-point traffic: contention on shared links (multi-flow components re-solved as flows
 // come and go), zero-byte and self messages, streams and events, compute between operations.
-Observed random_traffic(const ClusterSpec& spec, uint32_t seed, int messages) {
+// `whole_network`: SimOptions::solve_whole_network; `whole_solves` (if given): the re-solves that
+// covered the whole network.
+Observed random_traffic(const ClusterSpec& spec, uint32_t seed, int messages, bool whole_network = true,
+                        uint64_t* whole_solves = nullptr) {
   const int P = spec.world_size();
   struct Op {
     bool send;
@@ -72,6 +76,7 @@ Observed random_traffic(const ClusterSpec& spec, uint32_t seed, int messages) {
   }
   SimOptions options;
   options.trace = true;
+  options.solve_whole_network = whole_network;
   Simulation sim(spec, options);
   Observed out;
   out.finish_ns.resize(static_cast<size_t>(P));
@@ -98,6 +103,7 @@ Observed random_traffic(const ClusterSpec& spec, uint32_t seed, int messages) {
     out.finish_ns[static_cast<size_t>(t.rank())] = ctx.clock().now().nanoseconds();
   });
   observe(sim, &out);
+  if (whole_solves != nullptr) *whole_solves = sim.whole_network_solves();
   return out;
 }
 
@@ -185,6 +191,152 @@ TEST(Regression, RingExchangeKeepsEveryResult) {
   EXPECT_EQ(o.carried, std::vector<int64_t>(o.carried.size(), 62 * 3'125'000));
   EXPECT_EQ(o.trace_size, 462171u);
   EXPECT_EQ(o.trace_hash, 0xa9ab28762bbdb9b1ull);
+}
+
+// 16 hosts of 8 devices on a star, with a TCP window and a host ceiling below the NIC as on the paper's
+// TCP testbed (configs/clusters/paper_tcp.json): every flow between hosts has a window cap, which
+// does not bind (4 MiB per 10 us of round trip is far above the NIC), and its host's two ceilings.
+ClusterSpec tcp_star_cluster() {
+  ClusterSpec spec;
+  spec.hosts = 16;
+  spec.devices_per_host = 8;
+  spec.intra_host = {Bandwidth::gigabytes_per_second(150), Time::us(1)};
+  spec.nic = {Bandwidth::gbps(100), Time::us(5)};
+  spec.factors.tcp_window = Bytes(4 << 20);
+  spec.factors.host_bandwidth_ceiling = Bandwidth::gbps(76.8);
+  return spec;
+}
+
+// Each rank sends to one rank of each other host (its own device index shifted by the host distance
+// h) and receives from as many, (1 + h % 4) x `bytes` each: links carry as many flows each, whose
+// levels tie at every step of progressive filling, and end at four different times; each rank posts
+// its sends a few microseconds apart, as its own index has it.
+Observed exchange_traffic(const ClusterSpec& spec, int64_t bytes, bool whole_network,
+                          uint64_t* whole_solves) {
+  const int P = spec.world_size();
+  const int D = spec.devices_per_host;
+  SimOptions options;
+  options.trace = true;
+  options.solve_whole_network = whole_network;
+  Simulation sim(spec, options);
+  Observed out;
+  out.finish_ns.resize(static_cast<size_t>(P));
+  sim.run([&](RankContext& ctx) {
+    Transport& t = ctx.transport();
+    std::vector<RequestPtr> requests;
+    for (int h = 1; h < spec.hosts; ++h) {
+      const BufferView meta(nullptr, static_cast<size_t>(bytes * (1 + h % 4)), DType::kU8,
+                            &meta_space());
+      const int to = (t.rank() + h * D + h % D) % P;
+      const int from = ((t.rank() - h * D - h % D) % P + P) % P;
+      ctx.clock().compute({0, Bytes(0), Time::us(t.rank() % 5)});
+      requests.push_back(t.isend(meta, to, 0));
+      requests.push_back(t.irecv(meta, from, 0));
+    }
+    wait_all(requests);
+    out.finish_ns[static_cast<size_t>(t.rank())] = ctx.clock().now().nanoseconds();
+  });
+  observe(sim, &out);
+  *whole_solves = sim.whole_network_solves();
+  return out;
+}
+
+TEST(Regression, WholeNetworkResolvesGiveTheComponentSearchesBits) {
+  // 2000 messages among 128 ranks, all posted at once: one component of hundreds of flows, which
+  // the flow model re-solves whole (FlowNetwork::reshare). Every observable result must be the
+  // same, bit for bit, as with every re-solve searching for its component first: the tie order
+  // (network.h) makes a component's rates a function of its flows alone, and the rates changed are
+  // given in flow id order either way (their completions tied at one nanosecond run in that order).
+  const ClusterSpec spec = tcp_star_cluster();
+  uint64_t whole = 0, none = 0;
+  const Observed searched = random_traffic(spec, 31337, 2000, /*whole_network=*/false, &none);
+  const Observed at_once = random_traffic(spec, 31337, 2000, /*whole_network=*/true, &whole);
+  EXPECT_EQ(none, 0u);
+  EXPECT_GT(whole, 100u);  // the path under test ran
+  EXPECT_EQ(at_once.finish_ns, searched.finish_ns);
+  EXPECT_EQ(at_once.busy_ns, searched.busy_ns);
+  EXPECT_EQ(at_once.carried, searched.carried);
+  EXPECT_EQ(at_once.trace_hash, searched.trace_hash);
+}
+
+TEST(Regression, WholeNetworkResolvesOfTiedFlowsGiveTheComponentSearchesBits) {
+  // The same for an exchange of equal flows (exchange_traffic), where levels tie throughout.
+  const ClusterSpec spec = tcp_star_cluster();
+  uint64_t whole = 0, none = 0;
+  const Observed searched = exchange_traffic(spec, 3'000'000, /*whole_network=*/false, &none);
+  const Observed at_once = exchange_traffic(spec, 3'000'000, /*whole_network=*/true, &whole);
+  EXPECT_EQ(none, 0u);
+  EXPECT_GT(whole, 100u);
+  EXPECT_EQ(at_once.finish_ns, searched.finish_ns);
+  EXPECT_EQ(at_once.busy_ns, searched.busy_ns);
+  EXPECT_EQ(at_once.carried, searched.carried);
+  EXPECT_EQ(at_once.trace_hash, searched.trace_hash);
+}
+
+TEST(Regression, AWindowCapThatBindsLaterEndsTheWholeNetworkResolves) {
+  // 16 hosts of 8 devices under two leaves, 16 KiB TCP windows, 0.1 us per NIC link and 10 ns per
+  // device link: within a leaf the round trip is 2 x 0.22 us and the window cap 37 GB/s, above the
+  // 12.5 GB/s NIC; across the spine (40 us each way up and down) it is 2 x 80.22 us, a cap of
+  // 0.1 GB/s, which binds. Every
+  // rank sends to the same device of each other host of its leaf (448 flows a leaf, 56 on each NIC:
+  // re-solved whole), each send a few microseconds after the last, as the rank's index has it;
+  // 200 us on, while those still move, device 7 of every host sends to device 7 of the host 8 on,
+  // across the spine, a cap below its share (12.5 / 57 GB/s). Once its cap is set no re-solve of the
+  // run may be whole (a whole one hands the solver no cap), and every rank must finish when it does
+  // in a run that never re-solves whole.
+  ClusterSpec spec = tcp_star_cluster();
+  spec.nic.latency = Time::ns(100);
+  spec.intra_host.latency = Time::ns(10);
+  spec.factors.host_bandwidth_ceiling =
+      Bandwidth::bytes_per_second(std::numeric_limits<double>::infinity());
+  spec.factors.tcp_window = Bytes(16 << 10);
+  spec.topology = {"leaf_spine", {{"hosts_per_leaf", int64_t{8}}, {"spine_latency", int64_t{40'000}}}};
+  const auto run = [&](bool whole_network, uint64_t* whole_solves) {
+    SimOptions options;
+    options.solve_whole_network = whole_network;
+    Simulation sim(spec, options);
+    std::vector<int64_t> finish(static_cast<size_t>(spec.world_size()));
+    sim.run([&](RankContext& ctx) {
+      Transport& t = ctx.transport();
+      const int host = t.rank() / 8, leaf = host / 8, device = t.rank() % 8;
+      std::vector<RequestPtr> requests;
+      for (int h = 1; h < 8; ++h) {
+        const BufferView meta(nullptr, static_cast<size_t>(1'000'000 * (1 + h % 3)), DType::kU8,
+                              &meta_space());
+        ctx.clock().compute({0, Bytes(0), Time::us(t.rank() % 7)});
+        requests.push_back(t.isend(meta, (leaf * 8 + (host + h) % 8) * 8 + device, 0));
+        requests.push_back(t.irecv(meta, (leaf * 8 + (host + 8 - h) % 8) * 8 + device, 0));
+      }
+      if (device == 7) {
+        const BufferView meta(nullptr, 1'000'000, DType::kU8, &meta_space());
+        ctx.clock().compute({0, Bytes(0), Time::us(200) - ctx.clock().now()});
+        requests.push_back(t.isend(meta, ((host + 8) % 16) * 8 + device, 1));
+        requests.push_back(t.irecv(meta, ((host + 8) % 16) * 8 + device, 1));
+      }
+      wait_all(requests);
+      finish[static_cast<size_t>(t.rank())] = ctx.clock().now().nanoseconds();
+    });
+    *whole_solves = sim.whole_network_solves();
+    return finish;
+  };
+  uint64_t whole = 0, none = 0;
+  const std::vector<int64_t> searched = run(false, &none);
+  const std::vector<int64_t> at_once = run(true, &whole);
+  EXPECT_EQ(none, 0u);
+  EXPECT_GT(whole, 10u);
+  EXPECT_EQ(at_once, searched);
+}
+
+TEST(Regression, NoWholeNetworkResolveWhereACapBinds) {
+  // The same traffic with a window cap below the NIC: every flow between hosts is capped, and in a
+  // run where a cap binds every re-solve keeps to its component (a flow taking a finished one's
+  // place has another id, which the caps' tie order reads).
+  ClusterSpec spec = tcp_star_cluster();
+  spec.factors.tcp_window = Bytes(0);
+  spec.factors.flow_window_cap = Bandwidth::gbps(40);
+  uint64_t whole = 0;
+  random_traffic(spec, 31337, 2000, /*whole_network=*/true, &whole);
+  EXPECT_EQ(whole, 0u);
 }
 
 }  // namespace
