@@ -277,30 +277,45 @@ void FlowNetwork::reshare_pending_event(void* network, uint64_t) {
   n.reshare(n.pending_solved_);
 }
 
+// What the two ways of handing the solver its system share: its links are solver_links_, and a
+// flow's links are its constraints the solver has (link_local_).
+struct FlowNetwork::SolverLinks {
+  const FlowNetwork& n;
+  size_t links() const { return n.solver_links_.size(); }
+  double capacity(size_t l) const { return n.capacity_[static_cast<size_t>(n.solver_links_[l])]; }
+  size_t flows_on(size_t l) const { return n.active_[static_cast<size_t>(n.solver_links_[l])].size(); }
+  const std::vector<int32_t>& flows_of_link(size_t l) const {
+    return n.active_[static_cast<size_t>(n.solver_links_[l])];
+  }
+  // fn(solver link) for each of flow `id`'s constraints the solver has.
+  template <class Fn>
+  void each_solver_link_of(int32_t id, Fn&& fn) const {
+    for (const int32_t c : n.constraints_of(id))
+      if (const int32_t local = n.link_local_[static_cast<size_t>(c)]; local >= 0)
+        fn(static_cast<size_t>(local));
+  }
+};
+
 // A component as MaxMinSolver::solve(System) reads it: solver link l is solver_links_[l], solver flow
 // f is component_flows_[f].
-struct FlowNetwork::Component {
-  const FlowNetwork& n;
+struct FlowNetwork::Component : SolverLinks {
   // The flow each_flow_on handed the solver last, and its id: the solver's freeze asks for that
   // flow's links next, whose key is then read without first looking the id up in component_flows_
   // (a dependent load before the key's). BytePS on VGG16 at 4096 ranks: 41.5 -> 39.0 s of CPU.
   mutable size_t given_f = SIZE_MAX;
   mutable int32_t given_id = -1;
-  size_t links() const { return n.solver_links_.size(); }
   size_t flows() const { return n.component_flows_.size(); }
-  double capacity(size_t l) const { return n.capacity_[static_cast<size_t>(n.solver_links_[l])]; }
   // A cap that cannot bind is none (FlowKey::cap_binds): the solver would leave it out.
   double cap(size_t f) const {
     const FlowKey& k = n.keys_[static_cast<size_t>(n.component_flows_[f])];
     return k.cap_binds ? k.cap : MaxMinSolver::kUncapped;
   }
-  size_t flows_on(size_t l) const { return n.active_[static_cast<size_t>(n.solver_links_[l])].size(); }
   template <class Fn>
   void each_flow_on(size_t l, Fn&& fn) const {
     // The solver freezes a bottleneck's flows in this order, each reading its key and local index
     // at random: those of the flow kAhead places on are fetched meanwhile. BytePS on VGG16 at 2048
     // ranks, two alternated runs: 8.8 / 8.6 -> 8.1 / 8.3 s of CPU.
-    const std::vector<int32_t>& on = n.active_[static_cast<size_t>(n.solver_links_[l])];
+    const std::vector<int32_t>& on = flows_of_link(l);
     constexpr size_t kAhead = 8;
     for (size_t i = 0; i < on.size(); ++i) {
       if (i + kAhead < on.size()) {
@@ -316,28 +331,21 @@ struct FlowNetwork::Component {
   }
   template <class Fn>
   void each_link_of(size_t f, Fn&& fn) const {
-    const int32_t id = f == given_f ? given_id : n.component_flows_[f];
-    for (const int32_t c : n.constraints_of(id))
-      if (const int32_t local = n.link_local_[static_cast<size_t>(c)]; local >= 0)
-        fn(static_cast<size_t>(local));
+    each_solver_link_of(f == given_f ? given_id : n.component_flows_[f], fn);
   }
 };
 
 // Every phase-2 flow as MaxMinSolver::solve(System) reads them: solver link l is solver_links_[l]
 // (every constraint with flows, less those a ceiling shadows, by id), solver flow f is flow id f
 // (a slot not in phase 2 crosses nothing and has no cap: its rate is left at +infinity, unread).
-struct FlowNetwork::WholeNetwork {
-  const FlowNetwork& n;
-  size_t links() const { return n.solver_links_.size(); }
+struct FlowNetwork::WholeNetwork : SolverLinks {
   size_t flows() const { return n.flows_.size(); }
-  double capacity(size_t l) const { return n.capacity_[static_cast<size_t>(n.solver_links_[l])]; }
   // No cap has bound in this run (a_cap_bound_): none is handed to the solver.
   double cap(size_t) const { return MaxMinSolver::kUncapped; }
-  size_t flows_on(size_t l) const { return n.active_[static_cast<size_t>(n.solver_links_[l])].size(); }
   template <class Fn>
   void each_flow_on(size_t l, Fn&& fn) const {
     // As Component's: the keys of the flows kAhead places on fetched meanwhile.
-    const std::vector<int32_t>& on = n.active_[static_cast<size_t>(n.solver_links_[l])];
+    const std::vector<int32_t>& on = flows_of_link(l);
     constexpr size_t kAhead = 8;
     for (size_t i = 0; i < on.size(); ++i) {
       if (i + kAhead < on.size()) __builtin_prefetch(&n.keys_[static_cast<size_t>(on[i + kAhead])]);
@@ -346,9 +354,7 @@ struct FlowNetwork::WholeNetwork {
   }
   template <class Fn>
   void each_link_of(size_t f, Fn&& fn) const {
-    for (const int32_t c : n.constraints_of(static_cast<int32_t>(f)))
-      if (const int32_t local = n.link_local_[static_cast<size_t>(c)]; local >= 0)
-        fn(static_cast<size_t>(local));
+    each_solver_link_of(static_cast<int32_t>(f), fn);
   }
 };
 
@@ -367,7 +373,7 @@ void FlowNetwork::solve_whole_network() {
   if (solver_links_.empty()) return;
   ++rate_solves_;
   ++whole_network_solves_;
-  const std::vector<double>& rates = solver_.solve(WholeNetwork{*this});
+  const std::vector<double>& rates = solver_.solve(WholeNetwork{{*this}});
   // A slot not in phase 2 kept +infinity (it crosses nothing), and is passed over without reading
   // its key; every phase-2 flow froze at a finite rate.
   for (size_t id = 0; id < flows_.size(); ++id)
@@ -446,7 +452,7 @@ void FlowNetwork::reshare(std::span<const int32_t> changed) {
   if (a_cap_bound_) std::sort(component_flows_.begin(), component_flows_.end());
   for (size_t k = 0; k < component_flows_.size(); ++k)
     flow_local_[static_cast<size_t>(component_flows_[k])] = static_cast<int32_t>(k);
-  const std::vector<double>& rates = solver_.solve(Component{*this});
+  const std::vector<double>& rates = solver_.solve(Component{{*this}});
   for (size_t k = 0; k < component_flows_.size(); ++k)
     if (const int32_t id = component_flows_[k]; keys_[static_cast<size_t>(id)].rate != rates[k])
       rate_changes_.push_back({id, rates[k]});

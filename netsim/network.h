@@ -360,6 +360,7 @@ class FlowNetwork {
   std::vector<int32_t> component_flows_;
   std::vector<int32_t> solver_links_;  // the solver's links: component links with flows, unshadowed
   std::vector<RateChange> rate_changes_;
+  struct SolverLinks;                  // what the next two share (network.cc)
   struct Component;                    // the component as the solver reads it (network.cc)
   struct WholeNetwork;                 // every phase-2 flow, as the solver reads them (network.cc)
   bool whole_network_allowed_ = true;

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <random>
 #include <sstream>
@@ -50,6 +51,32 @@ void observe(const Simulation& sim, Observed* out) {
   out->trace_size = trace.str().size();
 }
 
+// Runs `body` (which records each rank's finish time) on every rank of a traced simulation of `spec`,
+// whole-network re-solves allowed as `whole_network` says, and returns what the run shows;
+// `whole_solves` (if given): the re-solves that covered the whole network.
+Observed observed_run(const ClusterSpec& spec, bool whole_network, uint64_t* whole_solves,
+                      const std::function<void(RankContext&, Observed&)>& body) {
+  SimOptions options;
+  options.trace = true;
+  options.solve_whole_network = whole_network;
+  Simulation sim(spec, options);
+  Observed out;
+  out.finish_ns.resize(static_cast<size_t>(spec.world_size()));
+  sim.run([&](RankContext& ctx) { body(ctx, out); });
+  observe(sim, &out);
+  if (whole_solves != nullptr) *whole_solves = sim.whole_network_solves();
+  return out;
+}
+
+// Every observable result of two runs the same.
+void expect_same(const Observed& a, const Observed& b) {
+  EXPECT_EQ(a.finish_ns, b.finish_ns);
+  EXPECT_EQ(a.busy_ns, b.busy_ns);
+  EXPECT_EQ(a.carried, b.carried);
+  EXPECT_EQ(a.trace_size, b.trace_size);
+  EXPECT_EQ(a.trace_hash, b.trace_hash);
+}
+
 // Random point-to-point traffic: contention on shared links (multi-flow components re-solved as flows
 // come and go), zero-byte and self messages, streams and events, compute between operations.
 // `whole_network`: SimOptions::solve_whole_network; `whole_solves` (if given): the re-solves that
@@ -74,13 +101,7 @@ Observed random_traffic(const ClusterSpec& spec, uint32_t seed, int messages, bo
     ops[static_cast<size_t>(src)].push_back({true, dst, tag, bytes, Time::ns(gen() % 20'000)});
     ops[static_cast<size_t>(dst)].push_back({false, src, tag, bytes, Time::ns(gen() % 20'000)});
   }
-  SimOptions options;
-  options.trace = true;
-  options.solve_whole_network = whole_network;
-  Simulation sim(spec, options);
-  Observed out;
-  out.finish_ns.resize(static_cast<size_t>(P));
-  sim.run([&](RankContext& ctx) {
+  return observed_run(spec, whole_network, whole_solves, [&](RankContext& ctx, Observed& out) {
     Transport& t = ctx.transport();
     const auto& mine = ops[static_cast<size_t>(t.rank())];
     std::vector<RequestPtr> requests;
@@ -102,9 +123,6 @@ Observed random_traffic(const ClusterSpec& spec, uint32_t seed, int messages, bo
     side->wait();
     out.finish_ns[static_cast<size_t>(t.rank())] = ctx.clock().now().nanoseconds();
   });
-  observe(sim, &out);
-  if (whole_solves != nullptr) *whole_solves = sim.whole_network_solves();
-  return out;
 }
 
 // 8 hosts of 2 devices behind 4 leaves, uplinks oversubscribed 2:1, calibrated factors and a window
@@ -215,13 +233,7 @@ Observed exchange_traffic(const ClusterSpec& spec, int64_t bytes, bool whole_net
                           uint64_t* whole_solves) {
   const int P = spec.world_size();
   const int D = spec.devices_per_host;
-  SimOptions options;
-  options.trace = true;
-  options.solve_whole_network = whole_network;
-  Simulation sim(spec, options);
-  Observed out;
-  out.finish_ns.resize(static_cast<size_t>(P));
-  sim.run([&](RankContext& ctx) {
+  return observed_run(spec, whole_network, whole_solves, [&](RankContext& ctx, Observed& out) {
     Transport& t = ctx.transport();
     std::vector<RequestPtr> requests;
     for (int h = 1; h < spec.hosts; ++h) {
@@ -236,9 +248,6 @@ Observed exchange_traffic(const ClusterSpec& spec, int64_t bytes, bool whole_net
     wait_all(requests);
     out.finish_ns[static_cast<size_t>(t.rank())] = ctx.clock().now().nanoseconds();
   });
-  observe(sim, &out);
-  *whole_solves = sim.whole_network_solves();
-  return out;
 }
 
 TEST(Regression, WholeNetworkResolvesGiveTheComponentSearchesBits) {
@@ -253,10 +262,7 @@ TEST(Regression, WholeNetworkResolvesGiveTheComponentSearchesBits) {
   const Observed at_once = random_traffic(spec, 31337, 2000, /*whole_network=*/true, &whole);
   EXPECT_EQ(none, 0u);
   EXPECT_GT(whole, 100u);  // the path under test ran
-  EXPECT_EQ(at_once.finish_ns, searched.finish_ns);
-  EXPECT_EQ(at_once.busy_ns, searched.busy_ns);
-  EXPECT_EQ(at_once.carried, searched.carried);
-  EXPECT_EQ(at_once.trace_hash, searched.trace_hash);
+  expect_same(at_once, searched);
 }
 
 TEST(Regression, WholeNetworkResolvesOfTiedFlowsGiveTheComponentSearchesBits) {
@@ -267,10 +273,7 @@ TEST(Regression, WholeNetworkResolvesOfTiedFlowsGiveTheComponentSearchesBits) {
   const Observed at_once = exchange_traffic(spec, 3'000'000, /*whole_network=*/true, &whole);
   EXPECT_EQ(none, 0u);
   EXPECT_GT(whole, 100u);
-  EXPECT_EQ(at_once.finish_ns, searched.finish_ns);
-  EXPECT_EQ(at_once.busy_ns, searched.busy_ns);
-  EXPECT_EQ(at_once.carried, searched.carried);
-  EXPECT_EQ(at_once.trace_hash, searched.trace_hash);
+  expect_same(at_once, searched);
 }
 
 TEST(Regression, AWindowCapThatBindsLaterEndsTheWholeNetworkResolves) {
@@ -292,11 +295,7 @@ TEST(Regression, AWindowCapThatBindsLaterEndsTheWholeNetworkResolves) {
   spec.factors.tcp_window = Bytes(16 << 10);
   spec.topology = {"leaf_spine", {{"hosts_per_leaf", int64_t{8}}, {"spine_latency", int64_t{40'000}}}};
   const auto run = [&](bool whole_network, uint64_t* whole_solves) {
-    SimOptions options;
-    options.solve_whole_network = whole_network;
-    Simulation sim(spec, options);
-    std::vector<int64_t> finish(static_cast<size_t>(spec.world_size()));
-    sim.run([&](RankContext& ctx) {
+    return observed_run(spec, whole_network, whole_solves, [&](RankContext& ctx, Observed& out) {
       Transport& t = ctx.transport();
       const int host = t.rank() / 8, leaf = host / 8, device = t.rank() % 8;
       std::vector<RequestPtr> requests;
@@ -314,17 +313,15 @@ TEST(Regression, AWindowCapThatBindsLaterEndsTheWholeNetworkResolves) {
         requests.push_back(t.irecv(meta, ((host + 8) % 16) * 8 + device, 1));
       }
       wait_all(requests);
-      finish[static_cast<size_t>(t.rank())] = ctx.clock().now().nanoseconds();
+      out.finish_ns[static_cast<size_t>(t.rank())] = ctx.clock().now().nanoseconds();
     });
-    *whole_solves = sim.whole_network_solves();
-    return finish;
   };
   uint64_t whole = 0, none = 0;
-  const std::vector<int64_t> searched = run(false, &none);
-  const std::vector<int64_t> at_once = run(true, &whole);
+  const Observed searched = run(false, &none);
+  const Observed at_once = run(true, &whole);
   EXPECT_EQ(none, 0u);
   EXPECT_GT(whole, 10u);
-  EXPECT_EQ(at_once, searched);
+  expect_same(at_once, searched);
 }
 
 TEST(Regression, NoWholeNetworkResolveWhereACapBinds) {
