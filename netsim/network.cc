@@ -283,10 +283,10 @@ struct FlowNetwork::SolverLinks {
   const FlowNetwork& n;
   size_t links() const { return n.solver_links_.size(); }
   double capacity(size_t l) const { return n.capacity_[static_cast<size_t>(n.solver_links_[l])]; }
-  size_t flows_on(size_t l) const { return n.active_[static_cast<size_t>(n.solver_links_[l])].size(); }
   const std::vector<int32_t>& flows_of_link(size_t l) const {
     return n.active_[static_cast<size_t>(n.solver_links_[l])];
   }
+  size_t flows_on(size_t l) const { return flows_of_link(l).size(); }
   // fn(solver link) for each of flow `id`'s constraints the solver has.
   template <class Fn>
   void each_solver_link_of(int32_t id, Fn&& fn) const {
