@@ -82,7 +82,20 @@ EventQueue::Lane* EventQueue::lane_for(Time delay, bool open) {
   return &lanes_.back();
 }
 
+EventQueue::Lane* EventQueue::recurring_lane_for(Time delay) {
+  Lane* lane = lane_for(delay, /*open=*/true);
+  if (lane != nullptr) last_recurring_ = static_cast<size_t>(lane - lanes_.data());
+  return lane;
+}
+
 bool EventQueue::cancel(Handle handle) {
+  if ((handle & kLaneHandle) != 0) {
+    const size_t lane = (handle & ~kLaneHandle) >> kLaneShift;
+    if (lane >= lanes_.size() || !lanes_[lane].cancel(handle & ((Handle{1} << kLaneShift) - 1)))
+      return false;
+    --in_lanes_;
+    return true;
+  }
   const uint32_t slot = static_cast<uint32_t>(handle & 0xffffffffu);
   const uint32_t generation = static_cast<uint32_t>(handle >> 32);
   if (handle == kNoEvent || slot >= slots_.size()) return false;
@@ -189,16 +202,22 @@ Callback EventQueue::peek() const {
 Time EventQueue::pop(Callback& callback, Action& action) {
   BAGUA_CHECK(!empty(), "pop from an empty event queue");
   Lane* const l = earliest_lane(lanes_);
-  const LaneEntry* lane = l != nullptr ? &l->front() : nullptr;
-  const Entry* e = earliest(lane);
-  if (e == nullptr || (lane != nullptr && earlier(*lane, *e))) {
-    callback = lane->callback;
-    now_ = lane->at;
-    l->pop_front();
-    --in_lanes_;
-    return now_;
+  if (l != nullptr) {
+    const LaneEntry& lane = l->front();
+    const Entry* e = in_buckets_ == 0 ? nullptr : earliest(&lane);
+    if (e == nullptr || earlier(lane, *e)) {
+      callback = lane.callback;
+      now_ = lane.at;
+      l->pop_front();
+      --in_lanes_;
+      return now_;
+    }
   }
-  const Entry top = take(e);
+  return pop_bucket(callback, action);
+}
+
+Time EventQueue::pop_bucket(Callback& callback, Action& action) {
+  const Entry top = take(earliest(nullptr));
   Slot& s = slots_[top.slot];
   if (s.is_action) {
     callback = {};
@@ -233,7 +252,7 @@ void EventQueue::release(uint32_t slot) {
   s.is_action = false;
   s.index = -1;
   ++s.generation;
-  if (s.generation == 0) s.generation = 1;  // keep handles non-zero
+  if (s.generation == uint32_t{1} << 31) s.generation = 1;  // 31 bits, never 0: handles non-zero
   free_slots_.push_back(slot);
 }
 

@@ -13,7 +13,10 @@
 //   lane      a first-in first-out queue of the events posted one fixed delay after the time they
 //             were posted at (0: "now", the wake-ups; a route latency: a flow entering transfer). As
 //             virtual time never goes back, such events arrive in a lane already in (time, sequence)
-//             order, so a lane needs no sorting: pushing and popping cost O(1)
+//             order, so a lane needs no sorting: pushing and popping cost O(1). An event scheduled
+//             with a recurring delay (schedule_recurring: a lone flow's completion, the same for every
+//             step of a ring) goes to a lane too and stays cancellable: cancelling it leaves a
+//             tombstone that is passed over once it reaches the lane's front
 //
 // The queue is a handful of lanes plus a radix queue for every other event (the cancellable ones and
 // posts with no lane). Virtual time never goes back, so every pending event is due at or after the
@@ -29,9 +32,11 @@
 // sequence yet), so that events due at one time run in the order they were scheduled. The next
 // event is the earliest, by (time, sequence), of the lanes' fronts and the radix queue's: exactly the
 // order a single sorted queue would give, so lanes and buckets change how fast events are found, never
-// which runs next. Lanes hold only posted events, which cannot be cancelled; an event that may be
-// cancelled goes to the radix queue, which removes it at once. Nothing here is static: each Simulation
-// owns its Engine.
+// which runs next. An event that may be cancelled goes to the radix queue, which removes it at once,
+// unless it was scheduled with a recurring delay: in a lane it is marked cancelled and passed over
+// when it reaches the front (the 1024-rank ring's completions, every one as long after its flow
+// entered transfer as the last: 4.3 % fewer instructions end to end than through the radix queue).
+// Nothing here is static: each Simulation owns its Engine.
 #pragma once
 
 #include <cassert>
@@ -60,7 +65,9 @@ struct Callback {
 class EventQueue {
  public:
   using Action = std::function<void()>;
-  // Slot index in the low 32 bits, the slot's generation in the high 32 bits; 0 is never a live handle.
+  // Of an event in the radix queue: slot index in the low 32 bits, the slot's generation in bits 32 to
+  // 62. Of a cancellable event in a lane: bit 63 set, the lane in bits 59 to 62, the entry's position
+  // in its lane (counted from the lane's first entry ever) below. 0 is never a live handle.
   using Handle = uint64_t;
   static constexpr Handle kNoEvent = 0;
   // Lanes beyond the "now" lane; a delay asked for once they are all taken goes to the radix queue.
@@ -77,6 +84,19 @@ class EventQueue {
     return insert(at, slot);
   }
   Handle schedule(Time at, Action action);
+  // schedule(at, callback) of an event the caller schedules this far ahead over and over (a lone
+  // flow's completion): it goes to the lane of its delay (at - now() > 0), opened if one is free, and
+  // stays cancellable; otherwise to the radix queue. The order events run in is the same either way.
+  Handle schedule_recurring(Time at, Callback callback) {
+    const Time delay = at - now_;
+    Lane* lane = delay == Time::zero()                      ? nullptr
+                 : lanes_[last_recurring_].delay() == delay ? &lanes_[last_recurring_]
+                                                            : recurring_lane_for(delay);
+    if (lane == nullptr) return schedule(at, callback);
+    const uint64_t position = lane->push({at, next_sequence_++, callback});
+    ++in_lanes_;
+    return kLaneHandle | static_cast<uint64_t>(lane - lanes_.data()) << kLaneShift | position;
+  }
   // Not cancellable: goes to the lane of its delay (at - now()) if there is one. `recurring_delay`: the
   // caller expects to post many events this far ahead, so a lane is opened for the delay if one is
   // still free.
@@ -100,7 +120,12 @@ class EventQueue {
   // sequence number schedule() would have given it, so that the order of events is the same) and
   // keeps its handle; otherwise the event is scheduled anew.
   Handle reschedule(Handle handle, Time at, Callback callback) {
-    return handle == kNoEvent ? schedule(at, callback) : move(handle, at, callback);
+    if (handle == kNoEvent) return schedule(at, callback);
+    if ((handle & kLaneHandle) != 0) {  // out of its lane, into the radix queue
+      cancel(handle);
+      return schedule(at, callback);
+    }
+    return move(handle, at, callback);
   }
   bool empty() const { return size() == 0; }
   size_t size() const { return in_buckets_ + in_lanes_; }
@@ -169,32 +194,55 @@ class EventQueue {
     uint64_t sequence;
     Callback callback;
   };
-  // A ring buffer of entries in (time, sequence) order.
+  // A ring buffer of entries in (time, sequence) order. A cancelled entry is a tombstone (a null
+  // callback) until it reaches the front, which is never one: a lane of tombstones only is empty.
   class Lane {
    public:
     explicit Lane(Time delay) : delay_(delay) {}
     Time delay() const { return delay_; }
     bool empty() const { return size_ == 0; }
-    size_t size() const { return size_; }
     const LaneEntry& front() const { return ring_[head_]; }
-    void push(const LaneEntry& e) {
+    // Returns the entry's position: how many entries the lane had before it, ever.
+    uint64_t push(const LaneEntry& e) {
       if (size_ == ring_.size()) grow();
       ring_[(head_ + size_) & (ring_.size() - 1)] = e;
-      ++size_;
+      return first_ + size_++;
     }
     void pop_front() {
-      head_ = (head_ + 1) & (ring_.size() - 1);
-      --size_;
+      do {
+        head_ = (head_ + 1) & (ring_.size() - 1);
+        ++first_;
+        --size_;
+      } while (size_ > 0 && ring_[head_].callback.fn == nullptr);
     }
-    void clear() { head_ = size_ = 0; }
+    // Cancels the entry at `position` if it is pending; returns whether it was.
+    bool cancel(uint64_t position) {
+      if (position < first_ || position - first_ >= size_) return false;
+      LaneEntry& e = ring_[(head_ + (position - first_)) & (ring_.size() - 1)];
+      if (e.callback.fn == nullptr) return false;
+      if (position == first_) {
+        pop_front();
+      } else {
+        e.callback = {};
+      }
+      return true;
+    }
+    void clear() {
+      first_ += size_;  // the handles of what was in it are stale
+      head_ = size_ = 0;
+    }
 
    private:
     void grow();
     Time delay_;
     std::vector<LaneEntry> ring_;  // a power of two long
     size_t head_ = 0;
-    size_t size_ = 0;
+    size_t size_ = 0;     // entries from the front on, tombstones among them
+    uint64_t first_ = 0;  // the front's position
   };
+  static constexpr Handle kLaneHandle = Handle{1} << 63;
+  static constexpr int kLaneShift = 59;
+  static_assert(kMaxLanes < 16, "a lane's index fits in bits 59 to 62 of a handle");
 
   template <class X, class Y>
   static bool earlier(const X& x, const Y& y) {
@@ -214,6 +262,9 @@ class EventQueue {
   // The lane of a delay other than zero (remembered in last_lane_), opened if `open` and one is free;
   // nullptr if none.
   Lane* lane_for(Time delay, bool open);
+  // The lane of a recurring delay (remembered in last_recurring_), opened if one is free; nullptr if
+  // none.
+  Lane* recurring_lane_for(Time delay);
   uint32_t allocate_slot() {
     if (free_slots_.empty()) return new_slot();
     const uint32_t slot = free_slots_.back();
@@ -264,6 +315,9 @@ class EventQueue {
     return best;
   }
   void release(uint32_t slot);
+  // pop() of the radix queue's earliest entry, which is the earliest of all (out of line: most
+  // events come from the lanes).
+  [[gnu::noinline]] Time pop_bucket(Callback& callback, Action& action);
 
   std::vector<Slot> slots_;
   std::vector<Action> actions_;  // by slot, for events scheduled as an Action
@@ -283,6 +337,7 @@ class EventQueue {
   Bucket spread_;              // take()'s scratch
   std::vector<Lane> lanes_;    // lanes_[0]: delay 0, always there
   size_t last_lane_ = 0;       // the lane lane_for() found last (post() tries it first)
+  size_t last_recurring_ = 0;  // the lane schedule_recurring() used last (0: none yet)
   size_t in_lanes_ = 0;
   Time now_;
   uint64_t next_sequence_ = 0;
@@ -307,6 +362,12 @@ class Engine {
   void post(Time delay, Callback callback, bool recurring = false) {
     if (delay < Time::zero()) posted_in_the_past(delay);
     queue_.post(now() + delay, callback, recurring);
+  }
+  // at(when, callback) of an event scheduled this far ahead over and over (EventQueue::
+  // schedule_recurring): cancellable, and the order events run in is the same.
+  EventQueue::Handle at_recurring(Time when, Callback callback) {
+    if (when < now()) in_the_past(when);
+    return queue_.schedule_recurring(when, callback);
   }
   bool cancel(EventQueue::Handle handle) { return queue_.cancel(handle); }
   // cancel(handle) then at(when, callback), cheaper (EventQueue::reschedule).

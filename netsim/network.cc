@@ -253,9 +253,18 @@ void FlowNetwork::bring_up_to_date(Flow& f) {
 
 void FlowNetwork::schedule_completion(int32_t id) {
   Flow& f = flows_[static_cast<size_t>(id)];
-  const Time at = engine_.now() + ceil_ns(f.remaining * 1e9 / f.rate);
-  f.completion =
-      engine_.reschedule(f.completion, at, Callback{&complete_event, this, static_cast<uint64_t>(id)});
+  const Time delay = ceil_ns(f.remaining * 1e9 / f.rate);
+  const Callback done{&complete_event, this, static_cast<uint64_t>(id)};
+  if (f.completion != EventQueue::kNoEvent) {
+    f.completion = engine_.reschedule(f.completion, engine_.now() + delay, done);
+    return;
+  }
+  // A flow's first completion: where it is due as long after now as the previous flow's first one
+  // (the same bytes at the same rate: every step of a ring), it goes to a lane of the event queue.
+  const bool recurring = delay == first_completion_delay_;
+  first_completion_delay_ = delay;
+  f.completion = recurring ? engine_.at_recurring(engine_.now() + delay, done)
+                           : engine_.at(engine_.now() + delay, done);
 }
 
 void FlowNetwork::reshare_later(std::span<const int32_t> changed) {

@@ -338,6 +338,7 @@ class FlowNetwork {
   std::vector<Shadow> shadow_;                // per link, where there are ceilings
   std::vector<int64_t> carried_;              // per link
   std::vector<int32_t> changed_;              // the constraints of a flow that just completed
+  Time first_completion_delay_ = Time::ns(-1);                  // of the latest flow's first completion
   FlatMap<int64_t, int32_t, ConnectionHash> connection_index_;  // connection -> connections_ index
   std::vector<Connection> connections_;
   FlatMap<int64_t, int32_t, ConnectionHash> tcp_index_;  // FlowHosts::tcp_connection -> tcp_ index

@@ -82,10 +82,13 @@ TEST(Engine, ManyEventsWithCancellationsComeOutSorted) {
 // event draws its children from a generator seeded by its own id, so the script does not depend on the
 // order it runs in. Children are posted (no handle) after one of 11 recurring delays (more than the
 // engine has lanes, so some share the heap) or an arbitrary one, or scheduled with a handle at an
-// arbitrary time; some events cancel a pending scheduled one.
+// arbitrary time; some events cancel a pending scheduled one. With `recurring_scheduled`, some of the
+// scheduled children are scheduled after a recurring delay (Engine::at_recurring: into a lane, still
+// cancellable).
 class ScriptedEvents {
  public:
-  explicit ScriptedEvents(uint32_t seed) : seed_(seed) {}
+  explicit ScriptedEvents(uint32_t seed, bool recurring_scheduled = false)
+      : seed_(seed), recurring_scheduled_(recurring_scheduled) {}
 
   // (time, id) of every event, in the order the engine ran them.
   std::vector<std::pair<int64_t, int>> run_engine() {
@@ -114,6 +117,8 @@ class ScriptedEvents {
           }
         } else if (child.posted) {
           c.engine->post(Time::ns(child.at - c.engine->now().nanoseconds()), callback, child.recurring);
+        } else if (child.recurring) {
+          (*c.handles)[child.id] = c.engine->at_recurring(Time::ns(child.at), callback);
         } else {
           (*c.handles)[child.id] = c.engine->at(Time::ns(child.at), callback);
         }
@@ -180,6 +185,10 @@ class ScriptedEvents {
           static constexpr int64_t kDelays[] = {0, 0, 0, 5, 7, 11, 13, 17, 19, 23, 29, 31};
           c.posted = c.recurring = true;
           c.at = now + kDelays[gen() % 12];
+        } else if (kind == 7 && recurring_scheduled_) {
+          static constexpr int64_t kDelays[] = {5, 7, 11, 13, 17, 19, 23, 29, 31, 37};
+          c.recurring = true;
+          c.at = now + kDelays[gen() % 10];
         } else {
           c.posted = kind == 6;
           c.at = now + static_cast<int64_t>(gen() % 40);
@@ -191,6 +200,7 @@ class ScriptedEvents {
   }
 
   uint32_t seed_;
+  bool recurring_scheduled_;
   int next_id_ = 1;
 };
 
@@ -201,6 +211,64 @@ TEST(Engine, LanesAndTheHeapTogetherRunEventsInTimeThenSchedulingOrder) {
     EXPECT_GT(engine.size(), 1000u);
     EXPECT_EQ(engine, reference) << "seed " << seed;
   }
+}
+
+TEST(Engine, CancellableEventsInLanesRunInTimeThenSchedulingOrder) {
+  // As above, with a tenth of the scheduled events in the lanes of their recurring delays (ten of
+  // them, more than the lanes left free by the posted ones), cancelled now and then at the front of
+  // their lane, in its middle, or after they ran.
+  for (uint32_t seed = 1; seed <= 5; ++seed) {
+    const auto engine = ScriptedEvents(seed, /*recurring_scheduled=*/true).run_engine();
+    const auto reference = ScriptedEvents(seed, /*recurring_scheduled=*/true).run_reference();
+    EXPECT_GT(engine.size(), 1000u);
+    EXPECT_EQ(engine, reference) << "seed " << seed;
+  }
+}
+
+TEST(Engine, ACancelledEventInALaneLeavesATombstoneThatIsPassedOver) {
+  // By hand. a, b, c scheduled at 10, 10 and 10 ns with the recurring delay 10 share one lane, in
+  // that order; d is posted at 10 ns after the same delay, behind them in the same lane. Cancelling
+  // b (the middle) leaves a tombstone; cancelling a (the front) then passes it too: c is the front.
+  // Only c and d run, c first; b's and a's handles are stale (cancel says so), c's too once it ran.
+  // A lane whose entries are all cancelled is empty: the engine is idle. Rescheduling a lane event
+  // moves it to the radix queue under a new handle, where it runs at its new time.
+  Engine e;
+  std::vector<uint64_t> order;
+  const Callback::Fn record = [](void* o, uint64_t x) {
+    static_cast<std::vector<uint64_t>*>(o)->push_back(x);
+  };
+  const auto a = e.at_recurring(Time::ns(10), Callback{record, &order, 1});
+  const auto b = e.at_recurring(Time::ns(10), Callback{record, &order, 2});
+  const auto c = e.at_recurring(Time::ns(10), Callback{record, &order, 3});
+  e.post(Time::ns(10), Callback{record, &order, 4}, true);
+  EXPECT_NE(a, b);
+  EXPECT_TRUE(e.cancel(b));
+  EXPECT_EQ(e.peek().argument, 1u);
+  EXPECT_TRUE(e.cancel(a));
+  EXPECT_EQ(e.peek().argument, 3u);
+  EXPECT_FALSE(e.cancel(b));
+  EXPECT_FALSE(e.cancel(a));
+  while (!e.idle())
+    e.step();
+  EXPECT_EQ(order, (std::vector<uint64_t>{3, 4}));
+  EXPECT_FALSE(e.cancel(c));
+  EXPECT_EQ(e.now(), Time::ns(10));
+
+  const auto x = e.at_recurring(Time::ns(20), Callback{record, &order, 5});
+  const auto y = e.at_recurring(Time::ns(20), Callback{record, &order, 6});
+  EXPECT_TRUE(e.cancel(y));
+  EXPECT_TRUE(e.cancel(x));
+  EXPECT_TRUE(e.idle());
+
+  const auto z = e.at_recurring(Time::ns(20), Callback{record, &order, 7});
+  e.at_recurring(Time::ns(20), Callback{record, &order, 8});
+  const auto z_moved = e.reschedule(z, Time::ns(15), Callback{record, &order, 7});
+  EXPECT_NE(z_moved, z);
+  EXPECT_FALSE(e.cancel(z));
+  while (!e.idle())
+    e.step();
+  EXPECT_EQ(order, (std::vector<uint64_t>{3, 4, 7, 8}));
+  EXPECT_EQ(e.now(), Time::ns(20));
 }
 
 TEST(Engine, PeekShowsTheCallbackThatRunsNext) {
@@ -321,7 +389,9 @@ TEST(Engine, RandomSchedulesReschedulesAndCancelsRunInTheOrderOfASortedReference
   // An Engine and a reference (a sorted set of (time, sequence, id)) get the same random operations:
   // events at times near now (many ties, ordered by their sequences alone), far ahead (up to 2^40 ns,
   // so that they pass through many buckets), and at now; moves earlier and later; cancels; and, between
-  // runs of steps, what peek() and next_time() show. Both must agree throughout.
+  // runs of steps, what peek() and next_time() show. Half the new events are scheduled after one of
+  // three recurring delays (lanes), and moved out of them or cancelled like the others. Both must agree
+  // throughout.
   for (const int64_t spread : {int64_t{4}, int64_t{1} << 12, int64_t{1} << 40}) {
     std::mt19937_64 rng(static_cast<uint64_t>(spread));
     Engine e;
@@ -343,9 +413,13 @@ TEST(Engine, RandomSchedulesReschedulesAndCancelsRunInTheOrderOfASortedReference
     for (int round = 0; round < 3000; ++round) {
       const uint64_t op = rng() % 10;
       if (op < 5 || handles.empty()) {
-        const Time at = draw_time();
+        // Every other one after a recurring delay (a lane, cancellable), or at a time drawn as below.
+        static constexpr int64_t kRecurring[] = {3, 5, int64_t{1} << 20};
+        const bool recurring = rng() % 2 == 0;
+        const Time at = recurring ? e.now() + Time::ns(kRecurring[rng() % 3]) : draw_time();
         const uint64_t id = handles.size();
-        handles.push_back(e.at(at, Callback{record, &ran, id}));
+        handles.push_back(recurring ? e.at_recurring(at, Callback{record, &ran, id})
+                                    : e.at(at, Callback{record, &ran, id}));
         keys.emplace_back(at.nanoseconds(), sequence++, id);
         reference.insert(keys.back());
       } else {
