@@ -343,12 +343,6 @@ void Fibers::sleep(Time d) {
   if (aborting_) throw FiberAbort{};
 }
 
-void Fibers::wake(Fiber& f) {
-  if (f.state != State::kBlocked || aborting_) return;
-  f.state = State::kReady;
-  engine_.post(Time::zero(), resume_callback(f));
-}
-
 void Fibers::abort_all() {
   aborting_ = true;
   engine_.clear();

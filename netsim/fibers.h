@@ -128,7 +128,11 @@ class Fibers {
   // Suspends the running fiber for `d` of virtual time.
   void sleep(Time d);
   // Makes a blocked fiber resume now (after the events already due now); no-op otherwise.
-  void wake(Fiber& f);
+  void wake(Fiber& f) {  // inline: every message's arrival wakes its receiver
+    if (f.state != State::kBlocked || aborting_) return;
+    f.state = State::kReady;
+    engine_.post(Time::zero(), resume_callback(f));
+  }
 
   bool aborting() const { return aborting_; }
   // Resumes every unfinished fiber so that it unwinds (newest first, so that a stream is unwound before

@@ -251,7 +251,7 @@ void FlowNetwork::bring_up_to_date(Flow& f) {
   f.updated = now;
 }
 
-void FlowNetwork::schedule_completion(int32_t id) {
+[[gnu::always_inline]] inline void FlowNetwork::schedule_completion(int32_t id) {
   Flow& f = flows_[static_cast<size_t>(id)];
   const Time delay = ceil_ns(f.remaining * 1e9 / f.rate);
   const Callback done{&complete_event, this, static_cast<uint64_t>(id)};

@@ -324,11 +324,14 @@ void Mailbox::receive_taken_event(void* mailbox, uint64_t parked) {
                      /*recurring=*/true);
 }
 
-void Mailbox::complete_receive(Message& m) {
+[[gnu::always_inline]] inline void Mailbox::complete_receive(Message& m) {
   Ref<Receive> r = std::move(m.receive);
   r->done = true;
   r->waiters.wake_all(world_.fibers);
-  if (!m.holds_slot) return;
+  if (m.holds_slot) free_slot(m);
+}
+
+void Mailbox::free_slot(Message& m) {
   // The receiver has taken the message: its slot goes to the connection's next waiting send.
   m.holds_slot = false;
   Credits& credits = credits_[MatchKey{m.key.group, m.key.src, m.key.dst, 0}];
@@ -371,9 +374,8 @@ Ref<Receive> Mailbox::post_receive(const MatchKey& key, const BufferView& data) 
   return r;
 }
 
-uint32_t Mailbox::queue_of(const MatchKey& key) {
+uint32_t Mailbox::queue_of_slow(const MatchKey& key) {
   LastQueue& last = last_queue_[static_cast<size_t>(key.dst)];
-  if (last.key == key) return last.index;
   if (const uint32_t* index = queue_index_.find(key)) {
     last = {key, *index};
     return *index;
@@ -407,7 +409,7 @@ void Mailbox::arrive_event(void* mailbox, uint64_t parked) {
   self->arrive(*self->unpark(parked));
 }
 
-void Mailbox::arrive(Message& m) {
+[[gnu::always_inline]] inline void Mailbox::arrive(Message& m) {
   m.arrived = true;
   m.send_done = true;
   if (m.key.src != m.key.dst) {
