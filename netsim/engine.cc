@@ -10,7 +10,7 @@
 
 namespace bagua::netsim {
 
-Time ceil_ns(double ns) {
+Time ceil_ns_exact(double ns) {
   const double tolerance = 1e-6 + ns * 1e-13;
   const double c = std::ceil(ns - tolerance);
   return Time::ns(c > 0 ? static_cast<int64_t>(c) : 0);
@@ -199,23 +199,6 @@ Callback EventQueue::peek() const {
   return lane != nullptr ? lane->callback : Callback{};
 }
 
-Time EventQueue::pop(Callback& callback, Action& action) {
-  BAGUA_CHECK(!empty(), "pop from an empty event queue");
-  Lane* const l = earliest_lane(lanes_);
-  if (l != nullptr) {
-    const LaneEntry& lane = l->front();
-    const Entry* e = in_buckets_ == 0 ? nullptr : earliest(&lane);
-    if (e == nullptr || earlier(lane, *e)) {
-      callback = lane.callback;
-      now_ = lane.at;
-      l->pop_front();
-      --in_lanes_;
-      return now_;
-    }
-  }
-  return pop_bucket(callback, action);
-}
-
 Time EventQueue::pop_bucket(Callback& callback, Action& action) {
   const Entry top = take(earliest(nullptr));
   Slot& s = slots_[top.slot];
@@ -278,22 +261,15 @@ void Engine::defer(Callback callback) {
   deferred_ = callback;
 }
 
-void Engine::step() {
-  if (deferred_due()) {
-    const Callback deferred = std::exchange(deferred_, Callback{});
-    ++processed_;
-    deferred();
-    return;
-  }
-  Callback callback;
-  queue_.pop(callback, action_);
+void Engine::run_deferred() {
+  const Callback deferred = std::exchange(deferred_, Callback{});
   ++processed_;
-  if (callback.fn != nullptr) {
-    callback();
-  } else {
-    EventQueue::Action running = std::move(action_);
-    running();
-  }
+  deferred();
+}
+
+void Engine::run_action() {
+  EventQueue::Action running = std::move(action_);
+  running();
 }
 
 }  // namespace bagua::netsim

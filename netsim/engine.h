@@ -45,14 +45,24 @@
 #include <utility>
 #include <vector>
 
+#include "core/check.h"
 #include "core/units.h"
 
 namespace bagua::netsim {
 
 // `ns` rounded up to a whole nanosecond, forgiving the last few ulps of floating-point rounding (so
 // that 1e6 bytes at 1e9 bytes/s is exactly 1'000'000 ns, not 1'000'001 when a division lands a hair
-// above the integer). Every modelled duration (transfers, compute) is rounded this way.
-Time ceil_ns(double ns);
+// above the integer). Every modelled duration (transfers, compute) is rounded this way. Inline, the
+// ceiling of a value below 2^52 taken by an integer conversion (exact there: truncation is the floor
+// of a positive double, one more where a fraction is left), which the baseline x86-64 target
+// otherwise calls libm for (every flow's completion); ceil_ns_exact() for the rest.
+Time ceil_ns_exact(double ns);
+inline Time ceil_ns(double ns) {
+  const double x = ns - (1e-6 + ns * 1e-13);
+  if (!(x > 0 && x < 0x1p52)) return ceil_ns_exact(ns);
+  const auto floor = static_cast<int64_t>(x);
+  return Time::ns(floor + (static_cast<double>(floor) < x ? 1 : 0));
+}
 
 struct Callback {
   using Fn = void (*)(void* object, uint64_t argument);
@@ -138,7 +148,20 @@ class EventQueue {
   // Removes the earliest event and advances now() to its time, which it returns; the event's callback
   // goes to `callback`, or, for an event scheduled as an Action, `callback.fn` is null and the action
   // is moved into `action`.
-  Time pop(Callback& callback, Action& action);
+  Time pop(Callback& callback, Action& action) {  // inline: the lanes' path, most events'
+    BAGUA_CHECK(!empty(), "pop from an empty event queue");
+    if (Lane* const l = earliest_lane(lanes_); l != nullptr) {
+      const LaneEntry& lane = l->front();
+      if (in_buckets_ == 0 || lane_first(lane)) {
+        callback = lane.callback;
+        now_ = lane.at;
+        l->pop_front();
+        --in_lanes_;
+        return now_;
+      }
+    }
+    return pop_bucket(callback, action);
+  }
   // The time of the latest pop (zero before the first).
   Time now() const { return now_; }
   void clear();
@@ -308,7 +331,7 @@ class EventQueue {
   Entry take(const Entry* e);
   // The lane of `lanes` (lanes_, const or not) whose front is earliest, nullptr when all are empty.
   template <class Lanes>
-  static auto* earliest_lane(Lanes& lanes) {
+  static auto earliest_lane(Lanes& lanes) -> decltype(&lanes.front()) {
     decltype(&lanes.front()) best = nullptr;
     for (auto& l : lanes)
       if (!l.empty() && (best == nullptr || earlier(l.front(), best->front()))) best = &l;
@@ -318,6 +341,11 @@ class EventQueue {
   // pop() of the radix queue's earliest entry, which is the earliest of all (out of line: most
   // events come from the lanes).
   [[gnu::noinline]] Time pop_bucket(Callback& callback, Action& action);
+  // Whether `lane` (a lane's front) is due before the radix queue's earliest entry.
+  bool lane_first(const LaneEntry& lane) const {
+    const Entry* e = earliest(&lane);
+    return e == nullptr || earlier(lane, *e);
+  }
 
   std::vector<Slot> slots_;
   std::vector<Action> actions_;  // by slot, for events scheduled as an Action
@@ -389,7 +417,19 @@ class Engine {
   Callback peek_wake() const { return queue_.peek_now_lane(); }
   // Runs the earliest event (advancing now() to its time), or the deferred callback when no event is
   // left at now().
-  void step();
+  void step() {  // inline: once per event
+    if (deferred_due()) {
+      run_deferred();
+      return;
+    }
+    Callback callback;
+    queue_.pop(callback, action_);
+    ++processed_;
+    if (callback.fn != nullptr)
+      callback();
+    else
+      run_action();
+  }
   // Drops every pending event (after a failure).
   void clear() {
     queue_.clear();
@@ -401,6 +441,8 @@ class Engine {
   // The errors of at() and reschedule(), and of post(), out of line.
   [[noreturn]] void in_the_past(Time when) const;
   [[noreturn]] static void posted_in_the_past(Time delay);
+  void run_deferred();
+  void run_action();
   bool deferred_due() const {
     return deferred() && (queue_.empty() || queue_.next_time() > now());
   }

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <map>
 #include <random>
 #include <set>
@@ -505,6 +507,41 @@ TEST(Engine, ADeferredCallbackRunsOnceTheInstantHasNoEventLeftBeforeTimeMovesOn)
   lone.step();
   EXPECT_EQ(lone_order, (std::vector<int>{8, 5}));
   EXPECT_TRUE(lone.idle());
+}
+
+TEST(Engine, CeilNsByIntegerConversionIsTheLibraryCeiling) {
+  // ceil_ns's inline path against ceil_ns_exact (std::ceil): whole numbers of nanoseconds and their
+  // neighbours a few ulps and the tolerance away, 1e6 bytes at 1e9 bytes/s (1'000'000 ns, not
+  // 1'000'001), zero, negatives, values around 2^52 where the inline path hands over and up to 9e18
+  // (int64's range; a duration beyond it is out of the model's), -infinity and NaN, and a million
+  // random magnitudes from 1e-3 to 1e18.
+  EXPECT_EQ(ceil_ns(1e6 * 1e9 / 1e9), Time::ns(1'000'000));
+  EXPECT_EQ(ceil_ns(2.5), Time::ns(3));
+  EXPECT_EQ(ceil_ns(0.0), Time::zero());
+  std::vector<double> values = {0.0,
+                                -0.0,
+                                -1.0,
+                                -1e-300,
+                                1e-300,
+                                1e-6,
+                                1.000001,
+                                0x1p52,
+                                0x1p52 - 1,
+                                0x1p52 + 2,
+                                0x1p53,
+                                9e18,
+                                -std::numeric_limits<double>::infinity(),
+                                std::numeric_limits<double>::quiet_NaN()};
+  for (double whole = 1; whole < 1e17; whole *= 3.7) {
+    const double w = std::floor(whole);
+    for (double v : {w, w + 1e-6, w - 1e-6, w + 2e-6, std::nextafter(w, 0.0), std::nextafter(w, 1e300)})
+      values.push_back(v);
+  }
+  std::mt19937_64 rng(5);
+  for (int i = 0; i < 1'000'000; ++i)
+    values.push_back(std::pow(10.0, std::uniform_real_distribution<double>(-3, 18)(rng)));
+  for (const double v : values)
+    ASSERT_EQ(ceil_ns(v), ceil_ns_exact(v)) << std::hexfloat << v;
 }
 
 TEST(Engine, SchedulingInThePastIsABug) {
