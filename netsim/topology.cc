@@ -109,6 +109,9 @@ Topology::Topology(const ClusterSpec& spec)
       cpu_nic_(spec.cpu_hosts.nic),
       bandwidth_efficiency_(spec.factors.bandwidth_efficiency),
       latency_factor_(spec.factors.latency_factor) {
+  host_of_.reserve(static_cast<size_t>(ranks_));
+  for (int r = 0; r < ranks_; ++r)
+    host_of_.push_back(r < workers_ ? r / devices_per_host_ : hosts_ + (r - workers_));
   for (int r = 0; r < workers_; ++r) {
     const std::string host = "host" + std::to_string(r / devices_per_host_);
     const std::string device = host + ".dev" + std::to_string(r % devices_per_host_);

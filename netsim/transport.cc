@@ -18,7 +18,9 @@ namespace {
 template <class T>
 Ref<T> make_record(BlockLists& lists) {
   static_assert(alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__, "over-aligned record");
-  T* record = new (lists.take(sizeof(T))) T();
+  // Default-initialized: every member has its initializer (value-initialization would zero the
+  // record first, a `rep stos` whose start-up cost was a third of post_send's time).
+  T* record = new (lists.take(sizeof(T))) T;
   record->lists = &lists;
   return Ref<T>(record);
 }
@@ -32,7 +34,7 @@ void destroy_record(T* record) {
 }  // namespace
 
 struct Message {
-  MatchKey key;
+  MatchKey key{};
   BufferView data;  // the send buffer
   int64_t bytes = 0;
   Time start;
@@ -55,7 +57,7 @@ struct Message {
 };
 
 struct Receive {
-  MatchKey key;
+  MatchKey key{};
   BufferView data;
   bool done = false;
   WaitList waiters;
