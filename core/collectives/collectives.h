@@ -128,7 +128,12 @@ class Chunking {
 
 // a mod n in [0, n) for n > 0: a place on a ring of n ranks, whatever the sign of a.
 inline int mod(int a, int n) {
-  return ((a % n) + n) % n;
+  const int r = a % n;  // one division: an integer division's latency is that of tens of additions
+  return r < 0 ? r + n : r;
+}
+// (i - 1) mod n for i in [0, n): a ring's index one step back, without a division.
+inline int ring_before(int i, int n) {
+  return i == 0 ? n - 1 : i - 1;
 }
 
 // ---- Algorithms ----------------------------------------------------------------------------------

@@ -55,12 +55,16 @@ void reduce_scatter(Transport& transport, const BufferView& data, ReduceOp op, T
   const int right = mod(rank + 1, ranks);
   const int left = mod(rank - 1, ranks);
   const Buffer incoming = Buffer::like(data, data.dtype(), chunks.max_count());
+  // Chunk indices rank - step - 1 and rank - step - 2 (mod ranks), stepped back each step.
+  int outgoing = left;
   for (int step = 0; step < ranks - 1; ++step) {
-    const BufferView outgoing_chunk = chunks.chunk(mod(rank - step - 1, ranks));
-    const BufferView chunk = chunks.chunk(mod(rank - step - 2, ranks));
+    const int reduced = ring_before(outgoing, ranks);
+    const BufferView outgoing_chunk = chunks.chunk(outgoing);
+    const BufferView chunk = chunks.chunk(reduced);
     const BufferView received = incoming.view().slice(0, chunk.count());
     transport.sendrecv(outgoing_chunk, right, received, left, tag);
     bagua::reduce(chunk, received, op);
+    outgoing = reduced;
   }
 }
 
@@ -80,10 +84,12 @@ void allgather(Transport& transport, const BufferView& data, Tag tag, AllgatherA
   const Chunking chunks(data, ranks);
   const int right = mod(rank + 1, ranks);
   const int left = mod(rank - 1, ranks);
+  // Chunk indices rank - step and rank - step - 1 (mod ranks), stepped back each step.
+  int outgoing = rank;
   for (int step = 0; step < ranks - 1; ++step) {
-    const BufferView outgoing_chunk = chunks.chunk(mod(rank - step, ranks));
-    const BufferView chunk = chunks.chunk(mod(rank - step - 1, ranks));
-    transport.sendrecv(outgoing_chunk, right, chunk, left, tag);
+    const int incoming = ring_before(outgoing, ranks);
+    transport.sendrecv(chunks.chunk(outgoing), right, chunks.chunk(incoming), left, tag);
+    outgoing = incoming;
   }
 }
 
