@@ -199,6 +199,11 @@ Callback EventQueue::peek() const {
   return lane != nullptr ? lane->callback : Callback{};
 }
 
+void EventQueue::pop_empty() {
+  BAGUA_CHECK(false, "pop from an empty event queue");
+  std::abort();  // not reached: the check fails
+}
+
 Time EventQueue::pop_bucket(Callback& callback, Action& action) {
   const Entry top = take(earliest(nullptr));
   Slot& s = slots_[top.slot];

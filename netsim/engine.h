@@ -148,8 +148,9 @@ class EventQueue {
   // Removes the earliest event and advances now() to its time, which it returns; the event's callback
   // goes to `callback`, or, for an event scheduled as an Action, `callback.fn` is null and the action
   // is moved into `action`.
-  Time pop(Callback& callback, Action& action) {  // inline: the lanes' path, most events'
-    BAGUA_CHECK(!empty(), "pop from an empty event queue");
+  [[gnu::always_inline]] Time pop(Callback& callback, Action& action) {  // the lanes: most events
+    if (empty()) [[unlikely]]
+      pop_empty();
     if (Lane* const l = earliest_lane(lanes_); l != nullptr) {
       const LaneEntry& lane = l->front();
       if (in_buckets_ == 0 || lane_first(lane)) {
@@ -341,6 +342,7 @@ class EventQueue {
   // pop() of the radix queue's earliest entry, which is the earliest of all (out of line: most
   // events come from the lanes).
   [[gnu::noinline]] Time pop_bucket(Callback& callback, Action& action);
+  [[noreturn, gnu::noinline]] static void pop_empty();  // pop()'s error
   // Whether `lane` (a lane's front) is due before the radix queue's earliest entry.
   bool lane_first(const LaneEntry& lane) const {
     const Entry* e = earliest(&lane);
