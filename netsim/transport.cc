@@ -43,6 +43,7 @@ struct Message {
   bool rendezvous = false;   // above the eager limit: waits for a clear-to-send before its flow
   bool rts_arrived = false;  // its request-to-send reached the receiver
   bool holds_slot = false;   // holds one of its connection's credit slots
+  uint32_t credits = 0;      // its connection's (Mailbox::credits_of), under kCreditSlots
   bool stashed = false;
   Time delay;  // before its injection (SimTransport::isend_after), then zero
   std::vector<uint8_t> stash;
@@ -128,7 +129,8 @@ Mailbox::Mailbox(World& world)
       blocks_(BlockLists::create()),
       next_injection_(static_cast<size_t>(world.topology.ranks())),
       last_queue_(static_cast<size_t>(world.topology.ranks())),
-      last_route_(static_cast<size_t>(world.topology.ranks())) {}
+      last_route_(static_cast<size_t>(world.topology.ranks())),
+      last_credits_(static_cast<size_t>(world.topology.ranks())) {}
 
 Mailbox::~Mailbox() = default;
 
@@ -182,7 +184,8 @@ Ref<Message> Mailbox::post_send(const MatchKey& key, const BufferView& data, Tim
       break;
     }
     case SendCompletion::kCreditSlots: {
-      Credits& credits = credits_[MatchKey{key.group, key.src, key.dst, 0}];
+      m->credits = credits_of(key);
+      Credits& credits = credits_[m->credits];
       if (credits.in_use == transport.slots) {  // every slot taken: wait for one
         credits.waiting.push_back(m);
         return m;
@@ -336,7 +339,7 @@ void Mailbox::receive_taken_event(void* mailbox, uint64_t parked) {
 void Mailbox::free_slot(Message& m) {
   // The receiver has taken the message: its slot goes to the connection's next waiting send.
   m.holds_slot = false;
-  Credits& credits = credits_[MatchKey{m.key.group, m.key.src, m.key.dst, 0}];
+  Credits& credits = credits_[m.credits];
   --credits.in_use;
   if (credits.waiting.empty()) return;
   Ref<Message> next = std::move(credits.waiting.front());
@@ -374,6 +377,22 @@ Ref<Receive> Mailbox::post_receive(const MatchKey& key, const BufferView& data) 
     q.receives.push(r);
   }
   return r;
+}
+
+uint32_t Mailbox::credits_of(const MatchKey& key) {
+  const MatchKey connection{key.group, key.src, key.dst, 0};
+  LastQueue& last = last_credits_[static_cast<size_t>(key.src)];
+  if (last.key == connection) return last.index;
+  uint32_t index;
+  if (const uint32_t* found = credits_index_.find(connection)) {
+    index = *found;
+  } else {
+    index = static_cast<uint32_t>(credits_.size());
+    credits_.emplace_back();
+    credits_index_.insert(connection, index);
+  }
+  last = {connection, index};
+  return index;
 }
 
 uint32_t Mailbox::queue_of_slow(const MatchKey& key) {
