@@ -1,6 +1,7 @@
 #include "netsim/network.h"
 
 #include <algorithm>
+#include <bit>
 #include <cassert>
 #include <cmath>
 #include <span>
@@ -8,6 +9,22 @@
 #include "core/check.h"
 
 namespace bagua::netsim {
+
+void sort_distinct_ids(std::vector<int32_t>& ids, size_t universe, std::vector<uint64_t>& bits) {
+  const size_t n = ids.size();
+  const size_t words = (universe + 63) / 64;
+  if (n < 64 || words > n * static_cast<size_t>(std::bit_width(n))) {
+    std::sort(ids.begin(), ids.end());
+    return;
+  }
+  bits.assign(words, 0);
+  for (const int32_t id : ids)
+    bits[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (static_cast<size_t>(id) & 63);
+  ids.clear();
+  for (size_t w = 0; w < words; ++w)
+    for (uint64_t b = bits[w]; b != 0; b &= b - 1)
+      ids.push_back(static_cast<int32_t>(64 * w + static_cast<size_t>(std::countr_zero(b))));
+}
 
 FlowNetwork::FlowNetwork(const Topology& topology, const ModelFactors& factors, int hosts,
                          Engine& engine)
@@ -433,7 +450,7 @@ void FlowNetwork::reshare(std::span<const int32_t> changed) {
   if (component_flows_.empty()) return;
   ++rate_solves_;
   // The tie order (network.h): links by id; caps by flow id (below, where a cap may bind).
-  std::sort(component_links_.begin(), component_links_.end());
+  sort_distinct_ids(component_links_, capacity_.size(), id_bits_);
 
   if (component_flows_.size() == 1) {
     const int32_t id = component_flows_.front();
@@ -458,7 +475,7 @@ void FlowNetwork::reshare(std::span<const int32_t> changed) {
     link_local_[static_cast<size_t>(l)] = static_cast<int32_t>(solver_links_.size());
     solver_links_.push_back(l);
   }
-  if (a_cap_bound_) std::sort(component_flows_.begin(), component_flows_.end());
+  if (a_cap_bound_) sort_distinct_ids(component_flows_, flows_.size(), id_bits_);
   for (size_t k = 0; k < component_flows_.size(); ++k)
     flow_local_[static_cast<size_t>(component_flows_[k])] = static_cast<int32_t>(k);
   const std::vector<double>& rates = solver_.solve(Component{{*this}});

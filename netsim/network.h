@@ -72,6 +72,13 @@ struct FlowHosts {
   int64_t tcp_connection = -1;
 };
 
+// Sorts `ids`, distinct and each below `universe`, in ascending order: std::sort's, or, where n log n
+// comparisons would cost more than a pass over one bit per id of the universe, by setting their
+// bits in `bits` (scratch) and reading them back in order: the same result, the ids being distinct.
+// The component's links and flows are put in id order at every searched re-solve (the tie order);
+// on the paper's TCP clusters std::sort's was 5.6 % of the ResNet-50 latency sweep (perf).
+void sort_distinct_ids(std::vector<int32_t>& ids, size_t universe, std::vector<uint64_t>& bits);
+
 class FlowNetwork {
  public:
   // `factors`: the window caps and host ceiling (the link capacities are the topology's); `hosts`: the
@@ -359,6 +366,7 @@ class FlowNetwork {
   std::vector<int32_t> flow_local_;  // a component flow's index in the solver (component_flows_)
   std::vector<int32_t> component_links_;
   std::vector<int32_t> component_flows_;
+  std::vector<uint64_t> id_bits_;      // sort_distinct_ids's scratch (network.cc)
   std::vector<int32_t> solver_links_;  // the solver's links: component links with flows, unshadowed
   std::vector<RateChange> rate_changes_;
   struct SolverLinks;                  // what the next two share (network.cc)

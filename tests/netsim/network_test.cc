@@ -1,10 +1,13 @@
 // Exact simulated times of the flow model on tiny clusters, each worked out in a comment from
 //   one flow:  route latency L + ceil(S / B)   (B the capacity of its slowest link)
 // and, for shared links, from the max-min shares (max_min_test.cc), piece by piece.
+#include "netsim/network.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstring>
+#include <random>
 #include <vector>
 
 #include "netsim/simulation.h"
@@ -29,6 +32,28 @@ Time one_flow(const ClusterSpec& spec, int64_t bytes) {
   });
   EXPECT_EQ(sent, received);
   return sent;
+}
+
+TEST(FlowModel, SortDistinctIdsIsStdSortAtEveryDensity) {
+  // Random sets of distinct ids, from a few in a large universe (std::sort's path) to most of a small
+  // one (the bit pass), and at the boundary between the two, each in random order: the same order as
+  // std::sort gives, with the scratch left from the previous call.
+  std::mt19937_64 rng(11);
+  std::vector<uint64_t> bits;
+  for (const size_t universe :
+       {size_t{1}, size_t{63}, size_t{64}, size_t{65}, size_t{1000}, size_t{4096}, size_t{100'000}}) {
+    for (const double density : {0.001, 0.01, 0.1, 0.5, 1.0}) {
+      std::vector<int32_t> all(universe);
+      for (size_t i = 0; i < universe; ++i)
+        all[i] = static_cast<int32_t>(i);
+      std::shuffle(all.begin(), all.end(), rng);
+      all.resize(std::max<size_t>(1, static_cast<size_t>(density * static_cast<double>(universe))));
+      std::vector<int32_t> expected = all;
+      std::sort(expected.begin(), expected.end());
+      sort_distinct_ids(all, universe, bits);
+      EXPECT_EQ(all, expected) << universe << " ids, " << density;
+    }
+  }
 }
 
 TEST(FlowModel, OneFlowIsLatencyPlusBytesOverBandwidth) {
