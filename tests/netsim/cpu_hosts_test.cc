@@ -7,6 +7,7 @@
 #include "core/check.h"
 #include "netsim/simulation.h"
 #include "netsim/topology.h"
+#include "tests/netsim/support.h"
 
 namespace bagua::netsim {
 namespace {
@@ -14,11 +15,8 @@ namespace {
 // Two worker hosts of two devices (ranks 0-3), 10 GB/s and 5 us NICs, device links 100 GB/s and 1 us;
 // one CPU host (rank 4, host 2) with a 1 GB/s, 2 us NIC.
 ClusterSpec cluster() {
-  ClusterSpec spec;
-  spec.hosts = 2;
-  spec.devices_per_host = 2;
-  spec.intra_host = {Bandwidth::gigabytes_per_second(100), Time::us(1)};
-  spec.nic = {Bandwidth::gigabytes_per_second(10), Time::us(5)};
+  ClusterSpec spec = hosts_spec(2, 2, {Bandwidth::gigabytes_per_second(100), Time::us(1)},
+                                {Bandwidth::gigabytes_per_second(10), Time::us(5)});
   spec.cpu_hosts = {1, {Bandwidth::gigabytes_per_second(1), Time::us(2)}};
   return spec;
 }

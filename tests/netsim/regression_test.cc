@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "netsim/simulation.h"
+#include "tests/netsim/support.h"
 
 namespace bagua::netsim {
 namespace {
@@ -128,11 +129,8 @@ Observed random_traffic(const ClusterSpec& spec, uint32_t seed, int messages, bo
 // 8 hosts of 2 devices behind 4 leaves, uplinks oversubscribed 2:1, calibrated factors and a window
 // cap.
 ClusterSpec leaf_spine_cluster() {
-  ClusterSpec spec;
-  spec.hosts = 8;
-  spec.devices_per_host = 2;
-  spec.intra_host = {Bandwidth::gigabytes_per_second(5), Time::ns(300)};
-  spec.nic = {Bandwidth::gigabytes_per_second(1), Time::ns(500)};
+  ClusterSpec spec = hosts_spec(8, 2, {Bandwidth::gigabytes_per_second(5), Time::ns(300)},
+                                {Bandwidth::gigabytes_per_second(1), Time::ns(500)});
   spec.topology = {
       "leaf_spine",
       {{"hosts_per_leaf", int64_t{2}}, {"oversubscription", 2.0}, {"spine_latency", int64_t{700}}}};
@@ -215,11 +213,8 @@ TEST(Regression, RingExchangeKeepsEveryResult) {
 // TCP testbed (configs/clusters/paper_tcp.json): every flow between hosts has a window cap, which
 // does not bind (4 MiB per 10 us of round trip is far above the NIC), and its host's two ceilings.
 ClusterSpec tcp_star_cluster() {
-  ClusterSpec spec;
-  spec.hosts = 16;
-  spec.devices_per_host = 8;
-  spec.intra_host = {Bandwidth::gigabytes_per_second(150), Time::us(1)};
-  spec.nic = {Bandwidth::gbps(100), Time::us(5)};
+  ClusterSpec spec = hosts_spec(16, 8, {Bandwidth::gigabytes_per_second(150), Time::us(1)},
+                                {Bandwidth::gbps(100), Time::us(5)});
   spec.factors.tcp_window = Bytes(4 << 20);
   spec.factors.host_bandwidth_ceiling = Bandwidth::gbps(76.8);
   return spec;

@@ -26,13 +26,19 @@ inline constexpr int64_t kMB = 1'000'000;
 // Device links: 1e18 B/s and 0 latency, so they are never the bottleneck (a lone flow runs at its
 // slowest link's capacity, here 1e9 B/s) and add no latency: a host-to-host route is exactly
 // L = 1000 ns, B = 1e9 B/s.
-inline ClusterSpec hosts_spec(int hosts, int devices = 1) {
+// `hosts` hosts of `devices` devices whose device links are `intra_host` and NIC links `nic`; nothing
+// else set.
+inline ClusterSpec hosts_spec(int hosts, int devices, LinkSpec intra_host, LinkSpec nic) {
   ClusterSpec spec;
   spec.hosts = hosts;
   spec.devices_per_host = devices;
-  spec.nic = {Bandwidth::gigabytes_per_second(1), Time::ns(500)};
-  spec.intra_host = {Bandwidth::bytes_per_second(1e18), Time::zero()};
+  spec.intra_host = intra_host;
+  spec.nic = nic;
   return spec;
+}
+inline ClusterSpec hosts_spec(int hosts, int devices = 1) {
+  return hosts_spec(hosts, devices, {Bandwidth::bytes_per_second(1e18), Time::zero()},
+                    {Bandwidth::gigabytes_per_second(1), Time::ns(500)});
 }
 
 // `n` bytes with no storage: the simulator charges their transfer, nothing is copied.
