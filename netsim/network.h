@@ -161,6 +161,7 @@ class FlowNetwork {
     Constraints constraints;
     int64_t bytes = 0;
     int32_t route_links = 0;     // the first route_links constraints are its route's links
+    double lowest = 0;           // lowest_capacity() of its constraints, found once in start()
     LinkList<int32_t> position;  // index in each constraint's active list
     Callback done;
     std::shared_ptr<void> keep_alive;
@@ -264,7 +265,9 @@ class FlowNetwork {
   static void reshare_pending_event(void* network, uint64_t);
   // The max-min rate of a flow alone in its component: its slowest constraint's capacity or its cap,
   // exactly what the solver would return (every level it sees is a capacity divided by 1).
-  double lone_rate(int32_t id) const;
+  double lone_rate(int32_t id) const {
+    return std::min(keys_[static_cast<size_t>(id)].cap, flows_[static_cast<size_t>(id)].lowest);
+  }
   // The capacity of flow `id`'s slowest constraint (constant: capacities never change).
   double lowest_capacity(int32_t id) const {
     double lowest = MaxMinSolver::kUncapped;
@@ -346,6 +349,12 @@ class FlowNetwork {
   std::vector<int64_t> carried_;              // per link
   std::vector<int32_t> changed_;              // the constraints of a flow that just completed
   Time first_completion_delay_ = Time::ns(-1);                  // of the latest flow's first completion
+  // schedule_completion's last delay, ceil_ns(remaining * 1e9 / rate), and what it was found from.
+  struct LastDelay {
+    double remaining = -1;
+    double rate = 0;
+    Time delay;
+  } last_delay_;
   FlatMap<int64_t, int32_t, ConnectionHash> connection_index_;  // connection -> connections_ index
   std::vector<Connection> connections_;
   FlatMap<int64_t, int32_t, ConnectionHash> tcp_index_;  // FlowHosts::tcp_connection -> tcp_ index

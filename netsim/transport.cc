@@ -127,10 +127,10 @@ class ReceiveRequest final : public RecycledRequest {
 Mailbox::Mailbox(World& world)
     : world_(world),
       blocks_(BlockLists::create()),
+      last_credits_(static_cast<size_t>(world.topology.ranks())),
       next_injection_(static_cast<size_t>(world.topology.ranks())),
       last_queue_(static_cast<size_t>(world.topology.ranks())),
-      last_route_(static_cast<size_t>(world.topology.ranks())),
-      last_credits_(static_cast<size_t>(world.topology.ranks())) {}
+      last_route_(static_cast<size_t>(world.topology.ranks())) {}
 
 Mailbox::~Mailbox() = default;
 
