@@ -87,9 +87,11 @@ void FlowNetwork::start(const Route& route, Bytes bytes, Callback done,
   f.route_links = route.links.size();
   const bool between_hosts = hosts.src != FlowHosts::kWithinHost && hosts.src != hosts.dst;
   f.constraints.ids = route.links;
+  f.lowest = route.slowest;  // lowest_capacity(id), from the route's links and the ceilings
   if (between_hosts && ceiling_base_ >= 0) {
     f.constraints.push_back(ceiling_base_ + 2 * hosts.src);
     f.constraints.push_back(ceiling_base_ + 2 * hosts.dst + 1);
+    f.lowest = std::min(f.lowest, capacity_[static_cast<size_t>(ceiling_base_)]);  // all alike
   }
   FlowKey& key = keys_[static_cast<size_t>(id)];
   key.size = -1;
@@ -97,7 +99,7 @@ void FlowNetwork::start(const Route& route, Bytes bytes, Callback done,
     key.size = static_cast<int32_t>(f.constraints.size());
     std::copy(f.constraints.begin(), f.constraints.end(), key.ids.begin());
   }
-  f.lowest = lowest_capacity(id);
+  assert(f.lowest == lowest_capacity(id));
   set_cap(id, factors_.tcp_window.count() > 0 ? window_cap(factors_, route.latency, between_hosts)
                                               : factors_.flow_window_cap.bytes_per_second());
   f.bytes = bytes.count();

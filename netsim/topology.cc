@@ -1,6 +1,8 @@
 #include "netsim/topology.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <sstream>
 
@@ -154,8 +156,11 @@ Route Topology::route(int src, int dst) const {
   route_between(src, dst, r);
   r.links.push_back(device_down(dst));
   Time sum;
-  for (const int32_t link : r.links)
+  r.slowest = std::numeric_limits<double>::infinity();
+  for (const int32_t link : r.links) {
     sum += latency_[static_cast<size_t>(link)];
+    r.slowest = std::min(r.slowest, links_[static_cast<size_t>(link)].capacity.bytes_per_second());
+  }
   r.latency = sum.scaled(latency_factor_);
   return r;
 }

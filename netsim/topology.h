@@ -117,6 +117,9 @@ class LinkList {
 struct Route {
   LinkList<int32_t> links;  // indices into Topology::links()
   Time latency;
+  // The capacity of its slowest link, bytes per second (what the flow model starts a flow's lowest
+  // constraint from; found with the route, not from the links' capacities at every flow).
+  double slowest = 0;
 };
 
 class Topology {

@@ -17,7 +17,8 @@ namespace {
 ClusterSpec cluster() {
   ClusterSpec spec = hosts_spec(2, 2, {Bandwidth::gigabytes_per_second(100), Time::us(1)},
                                 {Bandwidth::gigabytes_per_second(10), Time::us(5)});
-  spec.cpu_hosts = {1, {Bandwidth::gigabytes_per_second(1), Time::us(2)}};
+  spec.cpu_hosts.count = 1;
+  spec.cpu_hosts.nic = {Bandwidth::gigabytes_per_second(1), Time::us(2)};
   return spec;
 }
 
