@@ -79,8 +79,8 @@ int32_t FlowNetwork::connection_index(int64_t connection) {
   return index;
 }
 
-void FlowNetwork::start(const Route& route, Bytes bytes, Callback done,
-                        std::shared_ptr<void> keep_alive, FlowHosts hosts, int64_t connection) {
+void FlowNetwork::start(const Route& route, Bytes bytes, Callback done, FlowHosts hosts,
+                        int64_t connection) {
   BAGUA_CHECK(bytes.count() >= 0, "flow of negative size " + std::to_string(bytes.count()));
   const int32_t id = allocate_flow();
   Flow& f = flows_[static_cast<size_t>(id)];
@@ -107,7 +107,6 @@ void FlowNetwork::start(const Route& route, Bytes bytes, Callback done,
   f.rate = key.rate = 0;
   f.completion = EventQueue::kNoEvent;
   f.done = done;
-  f.keep_alive = std::move(keep_alive);
   f.next_in_connection = -1;
   f.connection = connection == kNoConnection ? -1 : connection_index(connection);
   f.tcp = -1;
@@ -257,7 +256,6 @@ void FlowNetwork::complete(int32_t id) {
     for (int i = 0; i < f.route_links; ++i)
       carried_[static_cast<size_t>(f.constraints[i])] += f.bytes;
   const Callback done = f.done;
-  const std::shared_ptr<void> keep_alive = std::move(f.keep_alive);
   f.completion = EventQueue::kNoEvent;
   f.connection = -1;
   free_flows_.push_back(id);

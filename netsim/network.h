@@ -49,7 +49,6 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
-#include <memory>
 #include <span>
 #include <vector>
 
@@ -88,12 +87,12 @@ class FlowNetwork {
   // No connection: the flow shares its links with every other flow at once (the default).
   static constexpr int64_t kNoConnection = -1;
 
-  // Starts a flow of `bytes` along `route` now; `done` runs (as an event) when its last byte arrives.
-  // `keep_alive` (may be null) is held until then: whatever `done` refers to lives until it has run, or
+  // Starts a flow of `bytes` along `route` (a Topology::route) now; `done` runs (as an event) when its
+  // last byte arrives: whatever it refers to must live until then (the mailbox parks the message), or
   // until the network is destroyed. `connection` (>= 0, or kNoConnection): the ordered byte stream the
   // flow belongs to (see the terms above).
-  void start(const Route& route, Bytes bytes, Callback done, std::shared_ptr<void> keep_alive = nullptr,
-             FlowHosts hosts = {}, int64_t connection = kNoConnection);
+  void start(const Route& route, Bytes bytes, Callback done, FlowHosts hosts = {},
+             int64_t connection = kNoConnection);
 
   // Bytes carried by each link so far (completed flows), indexed like Topology::links().
   const std::vector<int64_t>& carried() const { return carried_; }
@@ -164,7 +163,6 @@ class FlowNetwork {
     double lowest = 0;           // lowest_capacity() of its constraints, found once in start()
     LinkList<int32_t> position;  // index in each constraint's active list
     Callback done;
-    std::shared_ptr<void> keep_alive;
     int32_t connection = -1;          // index into connections_; -1: none
     int32_t next_in_connection = -1;  // the next flow waiting for its connection
     int32_t tcp = -1;                 // index into tcp_ (slow start); -1: none

@@ -264,7 +264,7 @@ void Mailbox::start_flow(const Ref<Message>& m) {
                                  ? static_cast<int64_t>(key.src) * world_.topology.ranks() + key.dst
                                  : FlowNetwork::kNoConnection;
   world_.network.start(route(key.src, key.dst), Bytes(m->bytes),
-                       {&Mailbox::arrive_event, this, park(m)}, nullptr, hosts, connection);
+                       {&Mailbox::arrive_event, this, park(m)}, hosts, connection);
 }
 
 [[gnu::always_inline]] inline const Route& Mailbox::route(int src, int dst) {
