@@ -200,15 +200,18 @@ void FlowNetwork::enter_transfer(int32_t id) {
   Flow& f = flows_[static_cast<size_t>(id)];
   if (f.tcp >= 0) set_cap(id, tcp_join(id));
   f.updated = engine_.now();
-  f.position.resize(static_cast<int>(f.constraints.size()));
+  const int n = static_cast<int>(f.constraints.size());
+  f.position.resize(n);
   // Alone on every constraint, the flow is a component by itself (what reshare() would find).
   bool alone = true;
-  for (size_t i = 0; i < f.constraints.size(); ++i) {
-    const int32_t c = f.constraints[i];
+  const int32_t* const constraints = f.constraints.begin();
+  for (int i = 0; i < n; ++i) {
+    const int32_t c = constraints[i];
     auto& on_link = active_[static_cast<size_t>(c)];
-    f.position[static_cast<int>(i)] = static_cast<int32_t>(on_link.size());
+    const auto before = static_cast<int32_t>(on_link.size());
+    f.position[i] = before;
     on_link.push_back(id);
-    alone = alone && on_link.size() == 1;
+    alone = alone && before == 0;
     if (c < ceiling_base_) shadow_enter(f, c);
   }
   if (alone)
@@ -231,15 +234,17 @@ void FlowNetwork::complete(int32_t id) {
   bool others = false;
   if (transferring && !handed_over) {
     // Leave every constraint: swap-remove, fixing the moved flow's position.
-    for (size_t i = 0; i < f.constraints.size(); ++i) {
-      const auto link = static_cast<size_t>(f.constraints[i]);
+    const int n = static_cast<int>(f.constraints.size());
+    const int32_t* const constraints = f.constraints.begin();
+    for (int i = 0; i < n; ++i) {
+      const auto link = static_cast<size_t>(constraints[i]);
       auto& on_link = active_[link];
-      const auto pos = static_cast<size_t>(f.position[static_cast<int>(i)]);
+      const auto pos = static_cast<size_t>(f.position[i]);
       const int32_t moved = on_link.back();
       on_link[pos] = moved;
       on_link.pop_back();
       others = others || !on_link.empty();
-      if (i < static_cast<size_t>(f.route_links)) carried_[link] += f.bytes;
+      if (i < f.route_links) carried_[link] += f.bytes;
       if (static_cast<int>(link) < ceiling_base_) shadow_leave(f, static_cast<int32_t>(link));
       if (moved != id) {
         Flow& m = flows_[static_cast<size_t>(moved)];
