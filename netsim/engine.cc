@@ -20,8 +20,10 @@ void EventQueue::Lane::grow() {
   // Twice the size, unrolling the ring so that it starts at 0.
   std::vector<LaneEntry> grown(ring_.empty() ? 64 : 2 * ring_.size());
   for (size_t i = 0; i < size_; ++i)
-    grown[i] = ring_[(head_ + i) & (ring_.size() - 1)];
+    grown[i] = ring_[(head_ + i) & mask_];
   ring_ = std::move(grown);
+  capacity_ = ring_.size();
+  mask_ = capacity_ - 1;
   head_ = 0;
 }
 

@@ -228,13 +228,13 @@ class EventQueue {
     const LaneEntry& front() const { return ring_[head_]; }
     // Returns the entry's position: how many entries the lane had before it, ever.
     uint64_t push(const LaneEntry& e) {
-      if (size_ == ring_.size()) grow();
-      ring_[(head_ + size_) & (ring_.size() - 1)] = e;
+      if (size_ == capacity_) grow();
+      ring_[(head_ + size_) & mask_] = e;
       return first_ + size_++;
     }
     void pop_front() {
       do {
-        head_ = (head_ + 1) & (ring_.size() - 1);
+        head_ = (head_ + 1) & mask_;
         ++first_;
         --size_;
       } while (size_ > 0 && ring_[head_].callback.fn == nullptr);
@@ -242,7 +242,7 @@ class EventQueue {
     // Cancels the entry at `position` if it is pending; returns whether it was.
     bool cancel(uint64_t position) {
       if (position < first_ || position - first_ >= size_) return false;
-      LaneEntry& e = ring_[(head_ + (position - first_)) & (ring_.size() - 1)];
+      LaneEntry& e = ring_[(head_ + (position - first_)) & mask_];
       if (e.callback.fn == nullptr) return false;
       if (position == first_) {
         pop_front();
@@ -260,6 +260,9 @@ class EventQueue {
     void grow();
     Time delay_;
     std::vector<LaneEntry> ring_;  // a power of two long
+    // ring_.size() and that less one, kept: a vector's size divides by the entry's 40 bytes.
+    size_t capacity_ = 0;
+    size_t mask_ = 0;
     size_t head_ = 0;
     size_t size_ = 0;     // entries from the front on, tombstones among them
     uint64_t first_ = 0;  // the front's position
