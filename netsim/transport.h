@@ -85,7 +85,9 @@ class Ref {
     std::swap(p_, other.p_);
     return *this;
   }
-  ~Ref() {
+  // Always inline: GCC otherwise left some drops (a moved-from Ref's among them) out of line, a call
+  // each (the 1024-rank ring: 0.6 % of its instructions).
+  [[gnu::always_inline]] ~Ref() {
     if (p_ != nullptr && --p_->refs == 0) T::destroy(p_);
   }
   T* get() const { return p_; }
