@@ -110,7 +110,8 @@ void FlowNetwork::start(const Route& route, Bytes bytes, Callback done, FlowHost
   f.next_in_connection = -1;
   f.connection = connection == kNoConnection ? -1 : connection_index(connection);
   f.tcp = -1;
-  if (hosts.tcp_connection >= 0 && slow_start_applies(factors_, route.latency, between_hosts)) {
+  if (hosts.tcp_connection >= 0 && factors_.tcp_slow_start &&
+      slow_start_applies(factors_, route.latency, between_hosts)) {
     if (const int32_t* index = tcp_index_.find(hosts.tcp_connection)) {
       f.tcp = *index;
     } else {
