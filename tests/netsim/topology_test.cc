@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 
 #include "core/transport.h"
@@ -68,6 +69,28 @@ TEST(Topology, ARouteLatencyIsTheSumOfItsLinksLatenciesTimesTheFactor) {
   EXPECT_EQ(lengths, (std::map<int, int>{{2, 36}, {4, 54}, {6, 216}}));
   // Hand-summed: across leaves, (333 + 1001 + 777 + 777 + 1001 + 333) x 1.37 = 4222 x 1.37 = 5784.14.
   EXPECT_EQ(topology->route(0, 17).latency, Time::ns(5784));
+}
+
+TEST(Topology, ARouteCarriesTheCapacityOfItsSlowestLink) {
+  // Leaf-spine, device links 10 GB/s, NICs 1 GB/s, spine links 0.25 GB/s: a route within a
+  // host is as fast as its device links (1e10 bytes/s), one between hosts of a leaf as its NICs
+  // (1e9), one across leaves as the spine (2.5e8). Every route: the minimum over its own links.
+  const ClusterSpec spec =
+      cluster(4, {"leaf_spine", {{"hosts_per_leaf", int64_t{2}}, {"spine_bandwidth", 2.5e8}}}, 2);
+  const auto topology = make_topology(spec);
+  for (int src = 0; src < spec.world_size(); ++src)
+    for (int dst = 0; dst < spec.world_size(); ++dst) {
+      if (src == dst) continue;
+      const Route r = topology->route(src, dst);
+      double slowest = std::numeric_limits<double>::infinity();
+      for (const int32_t link : r.links)
+        slowest =
+            std::min(slowest, topology->links()[static_cast<size_t>(link)].capacity.bytes_per_second());
+      EXPECT_EQ(r.slowest, slowest) << src << " -> " << dst;
+    }
+  EXPECT_EQ(topology->route(0, 1).slowest, 1e10);   // devices 0 and 1: host 0
+  EXPECT_EQ(topology->route(0, 2).slowest, 1e9);    // hosts 0 and 1: leaf 0
+  EXPECT_EQ(topology->route(0, 4).slowest, 2.5e8);  // hosts 0 and 2: leaves 0 and 1
 }
 
 TEST(Star, LinksAndRoutes) {
