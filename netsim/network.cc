@@ -256,8 +256,9 @@ void FlowNetwork::complete(int32_t id) {
     }
     if (others) changed_.assign(f.constraints.begin(), f.constraints.end());
   }
-  // The bytes each route link carried (counted in the loop above for a flow that left its links; an
-  // empty flow carried none).
+  // The bytes each route link carried (counted in the loop above for a flow that left its links; a
+  // flow that never transferred is an empty one: only those complete without a rate).
+  assert(transferring || f.bytes == 0);
   if (handed_over)
     for (int i = 0; i < f.route_links; ++i)
       carried_[static_cast<size_t>(f.constraints[i])] += f.bytes;
