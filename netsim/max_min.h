@@ -37,6 +37,12 @@
 
 namespace bagua::netsim {
 
+// A System (MaxMinSolver::solve) that is told of each freeze.
+template <class System>
+constexpr bool kToldOfFreezes = requires(const System& s) {
+  s.frozen(size_t{0}, 0.0);
+};
+
 class MaxMinSolver {
  public:
   static constexpr double kUncapped = std::numeric_limits<double>::infinity();
@@ -57,7 +63,10 @@ class MaxMinSolver {
   // l < links() and flows f < flows() (the solver's indices, which break its ties):
   //   size_t links(), flows();  double capacity(l), cap(f);  size_t flows_on(l);
   //   each_flow_on(l, fn): fn(f) for every flow on link l, in any order;
-  //   each_link_of(f, fn): fn(l) for every link flow f crosses, each once.
+  //   each_link_of(f, fn): fn(l) for every link flow f crosses, each once;
+  // and it may have frozen(f, rate), told of each flow's rate as it freezes (after each_link_of(f)),
+  // in which case the rates returned are read only for the flows frozen: those of the others are
+  // left as they were, not set to +infinity (a pass over every flow per solve saved).
   // The order of a link's flows does not matter: a bottleneck's flows all freeze at its level, each
   // taking that same amount off each of its other links, and the heap pops by (level, item) alone, so
   // the rates are the same bits whatever it is (MaxMin.SystemsReadInPlaceGetTheTextbookRatesInAnyOrder).
@@ -135,6 +144,7 @@ void MaxMinSolver::freeze(const System& system, size_t flow, double rate, size_t
       touched_.push_back(static_cast<int32_t>(l));
     }
   });
+  if constexpr (kToldOfFreezes<System>) system.frozen(flow, rate);
 }
 
 template <class System>
@@ -151,10 +161,16 @@ const std::vector<double>& MaxMinSolver::solve(const System& system) {
   frozen_count_ = 0;
   is_touched_.assign(n_links, 0);
   touched_.clear();
-  rate_.assign(n_flows, kUncapped);
+  if constexpr (kToldOfFreezes<System>)
+    rate_.resize(n_flows);
+  else
+    rate_.assign(n_flows, kUncapped);
 
   heap_.clear();
-  position_.assign(n_links + n_flows, -1);
+  // A cap's position is written when it is pushed, and read only while it is in the heap; a link's
+  // is read by rekey_touched whether it was pushed or not.
+  position_.resize(n_links + n_flows);
+  std::fill_n(position_.begin(), n_links, -1);
   for (size_t l = 0; l < n_links; ++l)
     if (unfrozen_[l] > 0) heap_.push_back({remaining_[l] / unfrozen_[l], static_cast<int32_t>(l)});
   // A flow's cap matters only below the capacity of each of its links: every level a link has is at
@@ -206,7 +222,7 @@ const std::vector<double>& MaxMinSolver::solve(const System& system) {
     });
     rekey_touched();
   }
-  // Flows that cross no link and have no cap keep +infinity.
+  // Flows that cross no link and have no cap keep +infinity (where the System is not told of freezes).
   return rate_;
 }
 

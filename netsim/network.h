@@ -338,7 +338,7 @@ class FlowNetwork {
   Engine& engine_;
   std::vector<Flow> flows_;
   std::vector<FlowKey> keys_;        // per flow, as flows_
-  std::vector<double> rate_of_;  // per flow: its rate, as FlowKey::rate (start, hand_over, set_rate)
+  std::vector<uint64_t> rate_changed_;  // a bit a flow slot: its rate changed in a whole-network solve
   std::vector<uint64_t> flow_mark_;  // per flow: its component search epoch
   std::vector<int32_t> free_flows_;
   std::vector<double>

@@ -461,5 +461,83 @@ TEST(MaxMin, SystemsReadInPlaceGetTheTextbookRatesInAnyOrder) {
   EXPECT_GT(reordered, 2000);  // the orders did differ from the solver's
 }
 
+// ShuffledSystem, told of each freeze (MaxMinSolver::solve's optional System::frozen).
+struct ToldSystem : ShuffledSystem {
+  std::vector<int>* told_times;
+  std::vector<double>* told_rate;
+  void frozen(size_t f, double rate) const {
+    ++(*told_times)[f];
+    (*told_rate)[f] = rate;
+  }
+};
+static_assert(kToldOfFreezes<ToldSystem> && !kToldOfFreezes<ShuffledSystem>);
+
+TEST(MaxMin, ASystemToldOfFreezesHearsOfEachFlowOnceAtItsRate) {
+  // What a whole-network re-solve relies on to find the flows whose rate changed without a pass over
+  // every flow: every flow that freezes is told once, at the rate solve() returns for it (the
+  // textbook's), and a flow that crosses no link and has no cap is never told. By hand, two links of
+  // capacity 6 and 10, flow 0 on both, flow 1 on the first, flow 2 on the second, flow 3 on none:
+  // link 0's level 3 pops first and freezes flows 0 and 1 at 3; link 1 is left 10 - 3 = 7 for flow 2.
+  {
+    std::vector<int> times(4, 0);
+    std::vector<double> told(4, -1);
+    ToldSystem s;
+    s.capacity_of = {6, 10};
+    s.cap_of = {MaxMinSolver::kUncapped, MaxMinSolver::kUncapped, MaxMinSolver::kUncapped,
+                MaxMinSolver::kUncapped};
+    s.links_of = {{0, 1}, {0}, {1}, {}};
+    s.flows_of = {{1, 0}, {2, 0}};
+    s.told_times = &times;
+    s.told_rate = &told;
+    MaxMinSolver solver;
+    const std::vector<double>& rates = solver.solve(s);
+    EXPECT_EQ(times, (std::vector<int>{1, 1, 1, 0}));
+    EXPECT_EQ(told[0], 3.0);
+    EXPECT_EQ(told[1], 3.0);
+    EXPECT_EQ(told[2], 7.0);
+    for (size_t f = 0; f < 3; ++f)
+      EXPECT_EQ(rates[f], told[f]) << "flow " << f;
+  }
+  // And on 500 random systems (as in SystemsReadInPlaceGetTheTextbookRatesInAnyOrder, caps among
+  // them), against the textbook form: told once with its rate where that rate is finite.
+  std::mt19937_64 rng(11);
+  for (int system = 0; system < 500; ++system) {
+    const int links = 1 + static_cast<int>(rng() % 12);
+    const int flows = 1 + static_cast<int>(rng() % 40);
+    std::vector<int> times(static_cast<size_t>(flows), 0);
+    std::vector<double> told(static_cast<size_t>(flows), -1);
+    ToldSystem s;
+    s.told_times = &times;
+    s.told_rate = &told;
+    std::vector<std::vector<int>> routes;
+    for (int l = 0; l < links; ++l)
+      s.capacity_of.push_back(0.5 + std::uniform_real_distribution<double>(0, 100)(rng));
+    s.flows_of.resize(static_cast<size_t>(links));
+    for (int f = 0; f < flows; ++f) {
+      // Some flows cross no link (and have no cap): the solver never freezes them.
+      std::vector<int> route = rng() % 8 == 0 ? std::vector<int>{} : random_route(rng, links);
+      const bool capped = !route.empty() && rng() % 3 == 0;
+      s.cap_of.push_back(capped ? 0.5 + std::uniform_real_distribution<double>(0, 100)(rng)
+                                : MaxMinSolver::kUncapped);
+      for (int l : route)
+        s.flows_of[static_cast<size_t>(l)].push_back(f);
+      routes.push_back(route);
+    }
+    s.links_of = routes;
+    const std::vector<double> expected = textbook_max_min(s.capacity_of, routes, s.cap_of);
+    MaxMinSolver solver;
+    const std::vector<double>& rates = solver.solve(s);
+    for (size_t f = 0; f < static_cast<size_t>(flows); ++f) {
+      const bool frozen = expected[f] != MaxMinSolver::kUncapped;
+      EXPECT_EQ(times[f], frozen ? 1 : 0) << "system " << system << " flow " << f;
+      if (frozen) {
+        EXPECT_EQ(told[f], expected[f]) << "system " << system << " flow " << f;
+        EXPECT_EQ(rates[f], expected[f]) << "system " << system << " flow " << f;
+      }
+    }
+    if (::testing::Test::HasFailure()) break;
+  }
+}
+
 }  // namespace
 }  // namespace bagua::netsim
