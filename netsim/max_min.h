@@ -98,6 +98,8 @@ class MaxMinSolver {
   // back), so they are not updated, which takes a chain of dependent floating-point updates (each
   // of its flows subtracted in turn from one remaining capacity) out of its freezes. The other
   // links' updates, and so every rate, are the same.
+  // Inlined into the bottleneck's loop over its flows (a call saving six registers a flow: BytePS on
+  // VGG16 at 4096 ranks, three alternated pairs, 23.2 / 25.4 / 26.4 -> 21.9 / 21.9 / 26.5 s of CPU).
   static constexpr size_t kNoLink = SIZE_MAX;
   template <class System>
   void freeze(const System& system, size_t flow, double rate, size_t bottleneck = kNoLink);
@@ -131,7 +133,8 @@ class MaxMinSolver {
 };
 
 template <class System>
-void MaxMinSolver::freeze(const System& system, size_t flow, double rate, size_t bottleneck) {
+[[gnu::always_inline]] inline void MaxMinSolver::freeze(const System& system, size_t flow, double rate,
+                                                        size_t bottleneck) {
   frozen_[flow] = 1;
   ++frozen_count_;
   rate_[flow] = rate;
