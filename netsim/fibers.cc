@@ -1,10 +1,12 @@
 #include "netsim/fibers.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <boost/context/preallocated.hpp>
 #include <boost/context/protected_fixedsize_stack.hpp>
+#include <vector>
 
 #include "core/check.h"
 
@@ -69,38 +71,84 @@ size_t top_offset(int id) {
 // The stacks this thread's simulations have finished with, kept for the next fibers: a sweep runs
 // its points one after another on a few threads, and a run of a few ranks would otherwise spend more
 // on its stacks (an mmap, an mprotect for the guard page, a munmap, and a page fault for each page
-// its frames touch) than on its messages. A stack comes back with its pages above
-// kKeptResident still mapped and committed (what a rank blocked in a collective touches, and more),
-// those below released to the OS (madvise), so that a stack Eigen took deep costs no memory in the
-// pool. Memory only: which stack a fiber gets changes nothing it computes.
+// its frames touch) than on its messages. A stack comes back as its fiber left it; the next fiber
+// takes the one that came back last. When a run ends (its Fibers is destroyed), the stacks no fiber
+// of that run gave back, left over from earlier runs, keep their pages above kKeptResident (what a
+// rank blocked in a collective touches, and more) and release those below to the OS (madvise), so
+// that a stack Eigen took deep costs the pool no memory beyond what the last run's own fibers used.
+// (Released at every give instead, a stack cost a system call per rank and run: at 8 ranks a fifth
+// of the ring benchmark's time.) Memory only: which stack a fiber gets changes nothing it computes.
 class StackPool {
  public:
   StackPool() = default;
   StackPool(const StackPool&) = delete;
   StackPool& operator=(const StackPool&) = delete;
   ~StackPool() {
-    for (boost::context::stack_context& sctx : free_)
+    for (Pooled& p : used_)
+      inner_.deallocate(p.sctx);
+    for (boost::context::stack_context& sctx : released_)
       inner_.deallocate(sctx);
   }
   boost::context::stack_context take() {
-    if (free_.empty()) return inner_.allocate();
-    const boost::context::stack_context sctx = free_.back();
-    free_.pop_back();
+    if (!used_.empty()) {
+      const boost::context::stack_context sctx = used_.back().sctx;
+      used_.pop_back();
+      return sctx;
+    }
+    if (released_.empty()) return inner_.allocate();
+    const boost::context::stack_context sctx = released_.back();
+    released_.pop_back();
     return sctx;
   }
   void give(boost::context::stack_context& sctx) noexcept {
-    char* const bottom = static_cast<char*>(sctx.sp) - sctx.size;
     // Sanitizer poison left by the frames would haunt the stack's next fiber.
-    unpoison(bottom, sctx.size);
-    const size_t kept = std::min(kKeptResident, sctx.size);
-    if (sctx.size > kept) madvise(bottom, sctx.size - kept, MADV_DONTNEED);
+    unpoison(static_cast<char*>(sctx.sp) - sctx.size, sctx.size);
     try {
-      free_.push_back(sctx);
+      used_.push_back({sctx, run_});
     } catch (...) {  // no memory for the list: unmap the stack instead
       inner_.deallocate(sctx);
     }
   }
-  size_t size() const { return free_.size(); }
+  // A run begins: the stacks given back from now on are its own.
+  uint64_t begin_run() { return ++run_; }
+  // Run `run` (begin_run's) has ended: every stack given back before it began is released below
+  // kKeptResident.
+  void end_run(uint64_t run) noexcept {
+    size_t kept = 0;
+    for (const Pooled& p : used_) {
+      if (p.run >= run) {
+        used_[kept++] = p;
+        continue;
+      }
+      boost::context::stack_context sctx = p.sctx;
+      release_below_top(sctx);
+      try {
+        released_.push_back(sctx);
+      } catch (...) {
+        inner_.deallocate(sctx);
+      }
+    }
+    used_.resize(kept);
+  }
+  size_t size() const { return used_.size() + released_.size(); }
+  // The bytes of the pooled stacks that are resident (mincore), for the tests.
+  size_t resident_bytes() const {
+    const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    size_t bytes = 0;
+    std::vector<unsigned char> pages;
+    const auto count = [&](const boost::context::stack_context& sctx) {
+      char* const bottom = static_cast<char*>(sctx.sp) - sctx.size;
+      pages.resize((sctx.size + page - 1) / page);
+      if (mincore(bottom, sctx.size, pages.data()) != 0) return;
+      for (const unsigned char in_core : pages)
+        bytes += (in_core & 1) != 0 ? page : 0;
+    };
+    for (const Pooled& p : used_)
+      count(p.sctx);
+    for (const boost::context::stack_context& sctx : released_)
+      count(sctx);
+    return bytes;
+  }
   static StackPool& of_this_thread() {
     thread_local StackPool pool;
     return pool;
@@ -108,8 +156,19 @@ class StackPool {
 
  private:
   static constexpr size_t kKeptResident = size_t{64} << 10;
+  struct Pooled {
+    boost::context::stack_context sctx;
+    uint64_t run;  // the run that gave it back
+  };
+  static void release_below_top(const boost::context::stack_context& sctx) noexcept {
+    char* const bottom = static_cast<char*>(sctx.sp) - sctx.size;
+    const size_t kept = std::min(kKeptResident, sctx.size);
+    if (sctx.size > kept) madvise(bottom, sctx.size - kept, MADV_DONTNEED);
+  }
   boost::context::protected_fixedsize_stack inner_{kStackSize};
-  std::vector<boost::context::stack_context> free_;
+  std::vector<Pooled> used_;                             // as the last fibers left them, oldest first
+  std::vector<boost::context::stack_context> released_;  // released below kKeptResident
+  uint64_t run_ = 0;
 };
 
 // The allocator Boost.Context keeps in the fiber's record: the stack goes back to this thread's pool
@@ -151,11 +210,18 @@ size_t Fibers::pooled_stacks() {
   return StackPool::of_this_thread().size();
 }
 
-Fibers::Fibers(Engine& engine, OnError on_error) : engine_(engine), on_error_(std::move(on_error)) {}
+size_t Fibers::pooled_resident_bytes() {
+  return StackPool::of_this_thread().resident_bytes();
+}
+
+Fibers::Fibers(Engine& engine, OnError on_error)
+    : engine_(engine), on_error_(std::move(on_error)), run_(StackPool::of_this_thread().begin_run()) {}
 
 Fibers::~Fibers() {
   // Normally every fiber has finished; if not (the run never happened or was cut short), unwind them.
   abort_all();
+  // Every fiber's stack is back in the pool (abort_all unwound and finished them all).
+  StackPool::of_this_thread().end_run(run_);
 #if defined(BAGUA_NETSIM_TSAN)
   for (void* fiber : tsan_fibers_)  // those that never finished (see abort_all)
     if (fiber != nullptr) __tsan_destroy_fiber(fiber);

@@ -142,6 +142,8 @@ class Fibers {
   // How many finished fibers' stacks this thread keeps for its next fibers (a stack outlives its
   // fiber and its simulation: the sweeps' next runs take it instead of mapping a new one).
   static size_t pooled_stacks();
+  // The bytes of those stacks that are resident in memory (mincore), for the tests.
+  static size_t pooled_resident_bytes();
   // Switches into fibers so far (resumes), for the simulator-speed benchmark and its tests.
   uint64_t switches() const { return switches_; }
 
@@ -161,6 +163,7 @@ class Fibers {
 
   Engine& engine_;
   OnError on_error_;
+  uint64_t run_;  // this run's number in its thread's pool of stacks (fibers.cc)
   std::vector<std::unique_ptr<Fiber>> fibers_;
   // By fiber id: the frame of its last suspend(), near what resuming it touches (null before its
   // first). Apart from the records, so that finding what to prefetch reads one word of a dense array

@@ -1,5 +1,5 @@
 // The fibers' stacks: a finished fiber's stack serves the next fiber of its thread, within a run and
-// across runs, and serves it whole.
+// across runs, and serves it whole; the pool releases what earlier runs left deep in them.
 #include "netsim/fibers.h"
 
 #include <gtest/gtest.h>
@@ -51,6 +51,19 @@ void touch_deep() {
 TEST(Fibers, AReusedStackIsWhole) {
   for (int run = 0; run < 3; ++run)
     run_fibers(2, [](int) { touch_deep(); });
+  EXPECT_GE(Fibers::pooled_stacks(), 2u);
+}
+
+TEST(Fibers, ARunsStacksArePooledAsLeftAndReleasedBelowTheirTopWhenTheNextRunEnds) {
+  // Two fibers touch 900 KiB of their stacks. When their run ends, both stacks are pooled as they
+  // left them: at least 2 x 900 KiB resident (the next run's fibers take them with no system call).
+  // When a later run that took neither ends (here one with no fiber), every stack pooled before it
+  // began is released below its top 64 KiB (StackPool, fibers.cc): what stays resident in the whole
+  // pool is at most 64 KiB a stack.
+  run_fibers(2, [](int) { touch_deep(); });
+  EXPECT_GE(Fibers::pooled_resident_bytes(), size_t{2} * (900 << 10));
+  run_fibers(0, [](int) {});
+  EXPECT_LE(Fibers::pooled_resident_bytes(), Fibers::pooled_stacks() * (size_t{64} << 10));
   EXPECT_GE(Fibers::pooled_stacks(), 2u);
 }
 #endif
