@@ -9,7 +9,6 @@ std::unique_ptr<Components> make_components() {
   register_compressors(c->compressors);
   register_algorithms(c->algorithms, c->compressors);
   register_runtimes(c->runtimes);
-  netsim::register_topologies(c->topologies);
   return c;
 }
 

@@ -1,7 +1,8 @@
 // The registries of every component the experiments layer can name in a config: workloads, optimizers,
 // compressors, algorithms, runtimes and the simulator's topologies. make_components() fills them from
 // each folder's register_* function (the runtimes from experiments/runtimes.cc); tests may fill their
-// own.
+// own. The topologies are the simulator's process-wide registry (netsim::topology_registry), the one
+// make_topology builds from, so that a config is checked against what will build it.
 #pragma once
 
 #include <memory>
@@ -22,7 +23,7 @@ struct Components {
   CompressorRegistry compressors{"compressor"};
   AlgorithmRegistry algorithms{"algorithm"};
   RuntimeRegistry runtimes;
-  netsim::TopologyRegistry topologies{"topology"};
+  const netsim::TopologyRegistry& topologies = netsim::topology_registry();  // the simulator's own
 };
 
 // Every registered component of the project.

@@ -165,14 +165,19 @@ Route Topology::route(int src, int dst) const {
   return r;
 }
 
-std::unique_ptr<Topology> make_topology(const ClusterSpec& spec, const std::string& path) {
-  // Built once per process (its entries never change): building it, five schemas and their
-  // std::functions, was a tenth of an 8-rank ring's run (bench_netsim_speed, callgrind).
+const TopologyRegistry& topology_registry() {
+  // Built once: building it at every make_topology, five schemas and their std::functions, was a
+  // tenth of an 8-rank ring's run (bench_netsim_speed, callgrind).
   static const TopologyRegistry registry = [] {
     TopologyRegistry r("topology");
     register_topologies(r);
     return r;
   }();
+  return registry;
+}
+
+std::unique_ptr<Topology> make_topology(const ClusterSpec& spec, const std::string& path) {
+  const TopologyRegistry& registry = topology_registry();
   const TopologyRegistry::Entry* entry = registry.find(spec.topology.name);
   if (!entry) {
     std::string known;

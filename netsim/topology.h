@@ -183,6 +183,10 @@ using TopologyRegistry = Registry<Topology, const ClusterSpec&, const std::strin
 // Registers every topology of netsim/topologies/ (netsim/topologies/register.cc).
 void register_topologies(TopologyRegistry& registry);
 
+// Every topology of netsim/topologies/, registered once per process (its entries never change): what
+// make_topology builds from, and what the config layer checks a topology's parameters against.
+const TopologyRegistry& topology_registry();
+
 // Builds `spec.topology`: its name looked up, its parameters checked against the schema (ConfigError
 // "<path>.<parameter>: ..."), defaults filled in. `path` names the topology's JSON object.
 std::unique_ptr<Topology> make_topology(const ClusterSpec& spec, const std::string& path = "topology");

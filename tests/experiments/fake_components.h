@@ -30,7 +30,7 @@ inline std::unique_ptr<Components> fake_components() {
       "toy_decentralized", "another stand-in algorithm", ParamSchema(),
       [](const Params&, const AlgorithmDeps&) -> std::unique_ptr<Algorithm> { return nullptr; });
   register_runtimes(c->runtimes);  // the real ones: configs name them, no world is made here
-  netsim::register_topologies(c->topologies);  // the real ones: the config layer parses them
+  // c->topologies: the real ones (netsim::topology_registry), which the config layer parses.
   return c;
 }
 
