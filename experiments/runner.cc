@@ -35,9 +35,13 @@ void gather_results(Transport& transport, const TrainResult& mine, std::vector<T
     all->assign(1, mine);
     return;
   }
-  std::vector<int> everyone(static_cast<size_t>(transport.size()));
-  std::iota(everyone.begin(), everyone.end(), 0);
-  std::unique_ptr<Transport> group = transport.subgroup(everyone);
+  // The list of everyone is freed before this rank blocks in its sends: at P ranks, P lists of P
+  // ranks held at once would take P^2 ints.
+  std::unique_ptr<Transport> group = [&] {
+    std::vector<int> everyone(static_cast<size_t>(transport.size()));
+    std::iota(everyone.begin(), everyone.end(), 0);
+    return transport.subgroup(everyone);
+  }();
   if (group->rank() != 0) {
     std::vector<uint8_t> bytes = serialize(mine);
     int64_t size = static_cast<int64_t>(bytes.size());

@@ -520,11 +520,15 @@ void Mailbox::wait(Message& m, Receive& r) {
   wait(r);
 }
 
-SimTransport::SimTransport(World& world, uint64_t group, std::vector<int> members, int rank)
-    : world_(world), group_(group), members_(std::move(members)), rank_(rank) {}
+SimTransport::SimTransport(World& world, uint64_t group, Members members, int rank)
+    : world_(world),
+      group_(group),
+      members_(std::move(members)),
+      member_ranks_(members_ == nullptr ? nullptr : members_->data()),
+      rank_(rank) {}
 
 int SimTransport::size() const {
-  return members_.empty() ? world_.topology.ranks() : static_cast<int>(members_.size());
+  return members_ == nullptr ? world_.topology.ranks() : static_cast<int>(members_->size());
 }
 
 int SimTransport::host_of(int rank) const {
@@ -657,19 +661,24 @@ std::vector<double> SimTransport::sharing_factors(
 }
 
 void SimTransport::start_together(Tag tag) {
-  world_.meetings.meet(world_.fibers, group_, tag, rank_, size(), !members_.empty());
+  world_.meetings.meet(world_.fibers, group_, tag, rank_, size(), members_ != nullptr);
 }
 
 std::unique_ptr<Transport> SimTransport::make_subgroup(std::span<const int> ranks) {
   const int me = subgroup_position(*this, ranks);
-  std::vector<int> members(ranks.size());
-  for (size_t i = 0; i < ranks.size(); ++i)
-    members[i] = world_rank(ranks[i]);
-  // Every rank of the subgroup builds it in turn (a gather of all P ranks: P hashes of P members).
+  // Every rank of the subgroup builds it in turn (a gather of all P ranks: P hashes of P members),
+  // and shares the list of the rank before it.
   World::LastSubgroup& last = world_.last_subgroup;
-  if (!last.id || last.parent != group_ || last.members != members)
-    last = {group_, members, subgroup_id(group_, members)};
-  return std::make_unique<SimTransport>(world_, last.id, std::move(members), me);
+  bool same = last.id != 0 && last.parent == group_ && last.members->size() == ranks.size();
+  for (size_t i = 0; same && i < ranks.size(); ++i)
+    same = (*last.members)[i] == world_rank(ranks[i]);
+  if (!same) {
+    auto members = std::make_shared<std::vector<int>>(ranks.size());
+    for (size_t i = 0; i < ranks.size(); ++i)
+      (*members)[i] = world_rank(ranks[i]);
+    last = {group_, members, subgroup_id(group_, *members)};
+  }
+  return std::make_unique<SimTransport>(world_, last.id, last.members, me);
 }
 
 }  // namespace bagua::netsim

@@ -259,8 +259,11 @@ class SimTransport final : public Transport,
                            public collectives::FlowCapable,
                            public collectives::DelayedSend {
  public:
-  // `members[i]` is the world rank of group rank i; empty for the world group (identity).
-  SimTransport(World& world, uint64_t group, std::vector<int> members, int rank);
+  // `(*members)[i]` is the world rank of group rank i; null for the world group (identity). Shared:
+  // every rank of a subgroup holds the same list (a results gather of P ranks builds P subgroups of
+  // all P, which as copies of their own took P^2 ints: 64 MiB at 4096 ranks).
+  using Members = std::shared_ptr<const std::vector<int>>;
+  SimTransport(World& world, uint64_t group, Members members, int rank);
   int rank() const override { return rank_; }
   int size() const override;
   int host_of(int rank) const override;
@@ -288,9 +291,7 @@ class SimTransport final : public Transport,
   // native_allreduce: not offered (the default returns false), collectives run the reference algorithm.
 
  private:
-  int world_rank(int rank) const {
-    return members_.empty() ? rank : members_[static_cast<size_t>(rank)];
-  }
+  int world_rank(int rank) const { return members_ == nullptr ? rank : member_ranks_[rank]; }
   void check_peer(int peer, const char* what) const {
     if (peer < 0 || peer >= size()) peer_out_of_range(peer, what);
   }
@@ -308,7 +309,8 @@ class SimTransport final : public Transport,
 
   World& world_;
   uint64_t group_;
-  std::vector<int> members_;
+  Members members_;
+  const int* member_ranks_;  // members_->data(), read once per message
   int rank_;
 };
 

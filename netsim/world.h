@@ -81,10 +81,10 @@ class World {
   Mailbox mailbox;
   Meetings meetings;
   // The subgroup SimTransport::make_subgroup built last and its id (subgroup_id of its members), for
-  // the next rank that builds the same one; id 0: none yet.
+  // the next rank that builds the same one, which shares its list of members; id 0: none yet.
   struct LastSubgroup {
     uint64_t parent = 0;
-    std::vector<int> members;
+    std::shared_ptr<const std::vector<int>> members;
     uint64_t id = 0;
   } last_subgroup;
   Fibers fibers;  // last: destroyed first, so that unwinding fibers still find everything above
