@@ -3,8 +3,15 @@
 #include "netsim/fibers.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstdint>
 #include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "netsim/engine.h"
 
@@ -46,6 +53,57 @@ void touch_deep() {
   char block[kDepth];
   std::memset(block, 0x5a, sizeof(block));
   asm volatile("" : : "r"(block) : "memory");  // keep the block and its stores
+}
+
+// The mappings of this process (/proc/self/maps): start, end, permissions.
+struct Mapping {
+  uintptr_t start;
+  uintptr_t end;
+  std::string perms;
+};
+std::vector<Mapping> mappings() {
+  std::vector<Mapping> all;
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    std::istringstream in(line);
+    std::string range;
+    Mapping m;
+    in >> range >> m.perms;
+    const size_t dash = range.find('-');
+    m.start = std::stoull(range.substr(0, dash), nullptr, 16);
+    m.end = std::stoull(range.substr(dash + 1), nullptr, 16);
+    all.push_back(m);
+  }
+  return all;
+}
+
+TEST(Fibers, EachStackHasAGuardPageBelowIt) {
+  // Stacks are mapped a slab at a time (StackSlabs, fibers.cc: 8 stacks in the first slab, then as
+  // many as handed out so far): 20 fibers span several slabs. Each fiber's frame lies in a writable
+  // mapping of its own that begins right above an inaccessible page, its guard: without the guards a
+  // slab's stacks would be one mapping, and a fiber that overflowed its stack would write over its
+  // neighbour's frames instead of faulting.
+  std::vector<uintptr_t> frames(20);
+  run_fibers(20, [&](int i) {
+    volatile char here = 0;
+    frames[static_cast<size_t>(i)] = reinterpret_cast<uintptr_t>(&here);
+  });
+  const std::vector<Mapping> maps = mappings();
+  std::set<uintptr_t> stacks;
+  for (const uintptr_t frame : frames) {
+    size_t m = 0;
+    while (m < maps.size() && !(maps[m].start <= frame && frame < maps[m].end))
+      ++m;
+    ASSERT_LT(m, maps.size()) << "no mapping holds a fiber's frame";
+    EXPECT_EQ(maps[m].perms.substr(0, 2), "rw");
+    ASSERT_GT(m, 0u);
+    EXPECT_EQ(maps[m - 1].end, maps[m].start) << "no mapping right below a fiber's stack";
+    EXPECT_EQ(maps[m - 1].perms.substr(0, 3), "---") << "the page below a fiber's stack is accessible";
+    EXPECT_GE(maps[m - 1].end - maps[m - 1].start, static_cast<uintptr_t>(sysconf(_SC_PAGESIZE)));
+    stacks.insert(maps[m].start);
+  }
+  EXPECT_EQ(stacks.size(), frames.size()) << "fibers' stacks share a mapping";
 }
 
 TEST(Fibers, AReusedStackIsWhole) {
