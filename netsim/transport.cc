@@ -31,6 +31,17 @@ void destroy_record(T* record) {
   lists->give(record, sizeof(T));
 }
 
+// A key into its record, member by member. The caller has just built the key, a store per member;
+// copied as a whole, its first 16 bytes are one load, which the processor cannot take from those
+// stores while they are in flight and waits for (a store-forwarding stall: a tenth of sendrecv's time
+// under perf). 8-byte and 4-byte loads take their bytes from the stores at once.
+[[gnu::always_inline]] inline void set_key(MatchKey& to, const MatchKey& from) {
+  to.group = from.group;
+  to.src = from.src;
+  to.dst = from.dst;
+  to.tag = from.tag;
+}
+
 }  // namespace
 
 struct Message {
@@ -149,7 +160,7 @@ void Mailbox::sizes_differ(const Message& m, const Receive& r) {
 
 Ref<Message> Mailbox::post_send(const MatchKey& key, const BufferView& data, Time delay) {
   Ref<Message> m = Message::make(*blocks_);
-  m->key = key;
+  set_key(m->key, key);
   m->data = data;
   m->delay = delay;
   m->bytes = data.bytes().count();
@@ -355,7 +366,7 @@ void Mailbox::free_slot(Message& m) {
 
 Ref<Receive> Mailbox::post_receive(const MatchKey& key, const BufferView& data) {
   Ref<Receive> r = Receive::make(*blocks_);
-  r->key = key;
+  set_key(r->key, key);
   r->data = data;
 
   const uint32_t index = queue_of(key);
