@@ -134,9 +134,9 @@ class StackSlabs {
 
 // The stacks this thread's simulations have finished with, kept for the next fibers: a sweep runs
 // its points one after another on a few threads, and a run of a few ranks would otherwise spend more
-// on its stacks (an mmap, an mprotect for the guard page, a munmap, and a page fault for each page
-// its frames touch) than on its messages. A stack comes back as its fiber left it; the next fiber
-// takes the one that came back last. When a run ends (its Fibers is destroyed), the stacks no fiber
+// on its stacks (an mprotect for the guard page, its share of a slab's mmap, and a page fault for
+// each page its frames touch) than on its messages. A stack comes back as its fiber left it; the
+// next fiber takes the one that came back last. When a run ends (its Fibers is destroyed), the stacks no fiber
 // of that run gave back, left over from earlier runs, keep their pages above kKeptResident (what a
 // rank blocked in a collective touches, and more) and release those below to the OS (madvise), so
 // that a stack Eigen took deep costs the pool no memory beyond what the last run's own fibers used.
@@ -147,7 +147,6 @@ class StackPool {
   StackPool() = default;
   StackPool(const StackPool&) = delete;
   StackPool& operator=(const StackPool&) = delete;
-  ~StackPool() = default;  // inner_ unmaps its slabs, the pooled stacks with them
   boost::context::stack_context take() {
     if (!used_.empty()) {
       const boost::context::stack_context sctx = used_.back().sctx;
@@ -224,7 +223,7 @@ class StackPool {
     const size_t kept = std::min(kKeptResident, sctx.size);
     if (sctx.size > kept) madvise(bottom, sctx.size - kept, MADV_DONTNEED);
   }
-  StackSlabs inner_;
+  StackSlabs inner_;  // unmaps its slabs when the pool dies, the pooled stacks with them
   std::vector<Pooled> used_;                             // as the last fibers left them, oldest first
   std::vector<boost::context::stack_context> released_;  // released below kKeptResident
   uint64_t run_ = 0;
