@@ -69,14 +69,14 @@ size_t top_offset(int id) {
   return static_cast<size_t>(id) * 37 % kLinesPerPage * kLine;
 }
 
-// Stacks mapped a slab at a time, each kStackSize of usable space above a guard page (PROT_NONE, so that
-// a fiber that overflows its stack faults rather than writes over its neighbour's): one mmap per slab
-// and one mprotect per stack, for its guard, when it is first handed out, where Boost.Context's
+// Stacks mapped a slab at a time, each kStackSize of usable space above a guard page (PROT_NONE, so
+// that a fiber that overflows its stack faults rather than writes over its neighbour's): one mmap per
+// slab and one mprotect per stack, for its guard, when it is first handed out, where Boost.Context's
 // protected_fixedsize_stack makes an mmap and an mprotect for each stack, and a munmap when it is
 // freed. A 1024-rank ring with overlap runs 2048 fibers: those 6,144 system calls were nearly all of
-// its calls' time (strace), now 2,048 mprotects and a few dozen mmaps and munmaps. A slab holds as many stacks as have been handed out before it (8 at first, 64 at
-// most), so that a run of a few ranks reserves little address space; pages are committed only as
-// frames touch them, as before.
+// its calls' time (strace), now 2,048 mprotects and a few dozen mmaps and munmaps. A slab holds as
+// many stacks as have been handed out before it (8 at first, 64 at most), so that a run of a few
+// ranks reserves little address space; pages are committed only as frames touch them, as before.
 class StackSlabs {
  public:
   StackSlabs() = default;
@@ -136,8 +136,8 @@ class StackSlabs {
 // its points one after another on a few threads, and a run of a few ranks would otherwise spend more
 // on its stacks (an mprotect for the guard page, its share of a slab's mmap, and a page fault for
 // each page its frames touch) than on its messages. A stack comes back as its fiber left it; the
-// next fiber takes the one that came back last. When a run ends (its Fibers is destroyed), the stacks no fiber
-// of that run gave back, left over from earlier runs, keep their pages above kKeptResident (what a
+// next fiber takes the one that came back last. When a run ends (its Fibers is destroyed), the
+// stacks no fiber of that run gave back, left over from earlier runs, keep their pages above kKeptResident (what a
 // rank blocked in a collective touches, and more) and release those below to the OS (madvise), so
 // that a stack Eigen took deep costs the pool no memory beyond what the last run's own fibers used.
 // (Released at every give instead, a stack cost a system call per rank and run: at 8 ranks a fifth
