@@ -338,11 +338,6 @@ void Fibers::entry(Fiber& f) {
   f.body = nullptr;
 }
 
-Fibers::Fiber& Fibers::current() const {
-  BAGUA_CHECK(current_ != nullptr, "a blocking simulator call made outside a rank's fiber");
-  return *current_;
-}
-
 void Fibers::resume_event(void* fibers, uint64_t id) {
   Fibers& self = *static_cast<Fibers*>(fibers);
   Fiber& f = *self.fibers_[static_cast<size_t>(id)];
@@ -438,23 +433,6 @@ void Fibers::suspend(Fiber& f) {
   finish_switch(fake_stack, &engine_stack_bottom_, &engine_stack_size_);
   current_ = &f;
   f.state = State::kRunning;
-}
-
-void Fibers::block(const WaitReason& reason, Gate gate) {
-  Fiber& f = current();
-  f.gate = gate;
-  const bool resumed = block_nothrow(reason);
-  f.gate = {};
-  if (!resumed) throw FiberAbort{};
-}
-
-bool Fibers::block_nothrow(const WaitReason& reason) {
-  Fiber& f = current();
-  if (aborting_) return false;
-  f.state = State::kBlocked;
-  f.reason = reason;
-  suspend(f);
-  return !aborting_;
 }
 
 void Fibers::sleep(Time d) {

@@ -197,7 +197,9 @@ class Mailbox {
     const LastQueue& last = last_queue_[static_cast<size_t>(key.dst)];
     return last.key == key ? last.index : queue_of_slow(key);
   }
-  [[gnu::noinline]] uint32_t queue_of_slow(const MatchKey& key);
+  // By value, as credits_of: post_send and post_receive keep their key in registers (load_key in
+  // transport.cc), which a reference would make them store first.
+  [[gnu::noinline]] uint32_t queue_of_slow(MatchKey key);
   // The route from world rank `src` to `dst` (src != dst), from the cache of `src`'s last route.
   inline const Route& route(int src, int dst);
 
@@ -208,7 +210,7 @@ class Mailbox {
   };
   // The credits of the connection of `key` (an index into credits_), made if there are none; the
   // last one of each source rank is remembered (a rank's messages go to the same few peers).
-  uint32_t credits_of(const MatchKey& key);
+  uint32_t credits_of(MatchKey key);
   // Per destination world rank: the key whose queue it last looked up, and that queue. A rank's
   // sends to one peer and that peer's receives from it share a key (every step of a ring, say), so
   // most lookups end here, at an entry of their destination's, without hashing. Cleared when the
