@@ -520,14 +520,18 @@ WaitReason receive_reason(const Receive& r) {
 
 }  // namespace
 
-void Mailbox::wait(Message& m) {
+// The waits are inlined into their callers (all in this file): a fiber resumed here returns through
+// every frame between its switch and its body, each return mispredicted (the processor's return stack
+// holds the engine's calls, not the fiber's), so a frame less is a misprediction less per message:
+// the ring exchange at 64 and 1024 ranks 7 % and 6 % faster (seven and five alternated runs).
+[[gnu::always_inline]] inline void Mailbox::wait(Message& m) {
   while (!m.send_done) {
     m.waiters.add(world_.fibers.current());
     world_.fibers.block(send_reason(m));
   }
 }
 
-void Mailbox::wait(Receive& r) {
+[[gnu::always_inline]] inline void Mailbox::wait(Receive& r) {
   while (!r.done) {
     r.waiters.add(world_.fibers.current());
     world_.fibers.block(receive_reason(r));
@@ -542,7 +546,7 @@ bool Mailbox::receive_done_or_wait(void* receive, Fibers::Fiber& f) {
   return false;
 }
 
-void Mailbox::wait(Message& m, Receive& r) {
+[[gnu::always_inline]] inline void Mailbox::wait(Message& m, Receive& r) {
   while (!m.send_done) {
     m.waiters.add(world_.fibers.current());
     world_.fibers.block(send_reason(m), {&Mailbox::receive_done_or_wait, &r});
