@@ -134,19 +134,12 @@ class Fibers {
   void block(const WaitReason& reason, Gate gate) {
     Fiber& f = current();
     f.gate = gate;
-    const bool resumed = block_nothrow(reason);
+    const bool resumed = block_running(f, reason);
     f.gate = {};
     if (!resumed) throw FiberAbort{};
   }
   // Same, for destructors: never throws; returns false (at once) when the run is being torn down.
-  bool block_nothrow(const WaitReason& reason) {
-    Fiber& f = current();
-    if (aborting_) return false;
-    f.state = State::kBlocked;
-    f.reason = reason;
-    suspend(f);
-    return !aborting_;
-  }
+  bool block_nothrow(const WaitReason& reason) { return block_running(current(), reason); }
   // Suspends the running fiber for `d` of virtual time.
   void sleep(Time d);
   // Makes a blocked fiber resume now (after the events already due now); no-op otherwise.
@@ -179,6 +172,14 @@ class Fibers {
   // which with thousands of fibers have long left the cache; the fiber about to run gives the memory
   // time to deliver them.
   void prefetch_next() const;
+  // block_nothrow for `f`, the running fiber (current(), checked by the caller).
+  bool block_running(Fiber& f, const WaitReason& reason) {
+    if (aborting_) return false;
+    f.state = State::kBlocked;
+    f.reason = reason;
+    suspend(f);
+    return !aborting_;
+  }
   void resume(Fiber& f);   // engine side: switch into `f`
   void suspend(Fiber& f);  // fiber side: switch back to the engine
   void entry(Fiber& f);

@@ -31,34 +31,6 @@ void destroy_record(T* record) {
   lists->give(record, sizeof(T));
 }
 
-// A key the caller has just built, a store per member, read member by member into registers. Read
-// as GCC would (the two ranks as one 8-byte load, or the first 16 bytes as one), its loads span
-// several of those stores, which the processor cannot forward while they are in flight: it waits
-// until they, and every store before them, have reached the cache (a store-forwarding stall: a tenth
-// of sendrecv's time under perf on an AMD EPYC, a fifth of post_send's and post_receive's on an Intel
-// Xeon). The empty asm statements make the ranks opaque values, so that no pass merges their loads;
-// loads as wide as the stores they read take their bytes from them at once.
-[[gnu::always_inline]] inline MatchKey load_key(const MatchKey& from) {
-  int src = from.src;
-  int dst = from.dst;
-  asm("" : "+r"(src));
-  asm("" : "+r"(dst));
-  MatchKey key;
-  key.group = from.group;
-  key.src = src;
-  key.dst = dst;
-  key.tag = from.tag;
-  return key;
-}
-// A key into its record, member by member: copied as a whole, load_key's copy (which GCC keeps on
-// the stack across calls, a store per member) is read with one 16-byte load, the same stall.
-[[gnu::always_inline]] inline void set_key(MatchKey& to, const MatchKey& from) {
-  to.group = from.group;
-  to.src = from.src;
-  to.dst = from.dst;
-  to.tag = from.tag;
-}
-
 }  // namespace
 
 struct Message {
@@ -176,9 +148,9 @@ void Mailbox::sizes_differ(const Message& m, const Receive& r) {
 }
 
 Ref<Message> Mailbox::post_send(const MatchKey& caller_key, const BufferView& data, Time delay) {
-  const MatchKey key = load_key(caller_key);
+  const MatchKey key = caller_key;  // into registers (MatchKey's copy)
   Ref<Message> m = Message::make(*blocks_);
-  set_key(m->key, key);
+  m->key = key;
   m->data = data;
   m->delay = delay;
   m->bytes = data.bytes().count();
@@ -383,9 +355,9 @@ void Mailbox::free_slot(Message& m) {
 }
 
 Ref<Receive> Mailbox::post_receive(const MatchKey& caller_key, const BufferView& data) {
-  const MatchKey key = load_key(caller_key);
+  const MatchKey key = caller_key;  // into registers (MatchKey's copy)
   Ref<Receive> r = Receive::make(*blocks_);
-  set_key(r->key, key);
+  r->key = key;
   r->data = data;
 
   const uint32_t index = queue_of(key);
